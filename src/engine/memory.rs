@@ -395,7 +395,10 @@ impl Engine {
                 if let Some(why) = self.recent_embed_failure() {
                     return Err(why);
                 }
-                match self.embed(vec!["docdex memory probe".into()]) {
+                // The liveness check first, as for a query: a server that accepts and never
+                // answers held every store for `[llm] request_timeout_secs` (tour16 F1).
+                let answered = self.provider().and_then(|p| self.server_answers(p.as_ref()));
+                match answered.and_then(|()| self.embed(vec!["docdex memory probe".into()])) {
                     Ok(v) => v.first().map(|x| x.len()).unwrap_or(0),
                     Err(e) => {
                         self.note_embed_failure(&e);

@@ -588,6 +588,29 @@ fn a_stuck_model_server_costs_a_search_a_moment_not_a_timeout() {
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), asked, "asked once per engine");
 }
 
+/// tour16 F2: `docdex index` behind a model server that accepts connections and never answers
+/// waited the whole `[llm] request_timeout_secs` on its embedding probe (two minutes by
+/// default) before indexing BM25 only. The probe passes the liveness check first: the index
+/// run ends within `connect_timeout_ms` of its text pass, saying why it embedded nothing.
+#[test]
+fn an_index_run_behind_a_stuck_model_server_skips_embeddings_within_the_liveness_bound() {
+    use std::time::{Duration, Instant};
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let (url, _) = crate::util::stuck_server();
+    let config = llm_config("ollama", &url, "fake-chat", "fake-embed").replace("= 5", "= 60");
+    env.write_config(&format!("{config}connect_timeout_ms = 400\n"));
+    let started = Instant::now();
+    let out = env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "the index run took {took:?}");
+    assert!(out["files"].as_u64().is_some_and(|n| n > 0), "the text pass ran: {out}");
+    assert_eq!(out["embeddings"]["state"], "unavailable", "{out}");
+    let notice = out["embeddings"]["notice"].as_str().unwrap_or_default();
+    assert!(notice.contains("did not answer within 400 ms") && notice.contains("BM25 only"), "{out}");
+}
+
 /// `GET /v1/status` (`Engine::status`) during the embedding phase: its `files_total` was the
 /// number of chunks to embed (2,158 "files" on a 300-file repository). Files are counted as
 /// files there too; the chunks have fields of their own and `unit` says what the bar counts.

@@ -627,3 +627,30 @@ fn a_repository_keeps_at_most_max_memories_and_a_memory_at_most_64_kib() {
     let err = engine.memory_store(&repo, &big).unwrap_err().to_string();
     assert!(err.contains("at most 64 KiB (65536 bytes)") && err.contains("65537 bytes"), "{err}");
 }
+
+/// tour16 F1: a store behind a model server that accepts connections and never answers waited
+/// the whole `[llm] request_timeout_secs` (two minutes by default) for its embedding, while
+/// recall, profile writes and chat fail over within `connect_timeout_ms`. The store now passes
+/// the same liveness check: it is kept without a vector within the bound, saying why, and
+/// recall finds it by its words.
+#[test]
+fn a_store_behind_a_stuck_model_server_is_kept_within_the_liveness_bound() {
+    use std::time::{Duration, Instant};
+    let (url, _) = crate::util::stuck_server();
+    let env = Env::new();
+    let repo = env.repo("r");
+    let config = llm_config("ollama", &url, "fake-chat", "fake-embed").replace("= 5", "= 60");
+    env.write_config(&format!("{config}connect_timeout_ms = 400\n"));
+    let started = Instant::now();
+    let out = env.json(&["memory", "store", "--repo", repo.to_str().unwrap(), "--json", "Deploys happen on Tuesdays"]);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "the store took {took:?}");
+    assert_eq!(out["memory"]["embedded"], false, "{out}");
+    let notice = out["notice"].as_str().unwrap_or_default();
+    assert!(
+        notice.contains("did not answer within 400 ms") && notice.contains("stored without an embedding"),
+        "{notice}"
+    );
+    let r = recall(&env.engine(), &repo, "when are deploys");
+    assert_eq!((r.mode.as_str(), r.results.len()), ("text", 1), "{r:?}");
+}

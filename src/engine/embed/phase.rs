@@ -164,6 +164,13 @@ impl Engine {
             return Err(why);
         }
         let provider = self.provider().map_err(|e| e.to_string())?;
+        // A server that accepts and never answers fails the liveness check within
+        // `[llm] connect_timeout_ms`; the probe itself waited `request_timeout_secs` (tour16 F2).
+        // One that answers it (a model still loading) still gets the whole timeout below.
+        if let Err(e) = self.server_answers(provider.as_ref()) {
+            self.note_embed_failure(&e);
+            return Err(e.to_string());
+        }
         let model = self.config().llm.embedding_model.clone();
         let answer = self.block_on(async {
             tokio::select! {
