@@ -20,8 +20,9 @@ pub struct EvalArgs {
     /// Build the queries from the repository's git history (the default without --queries).
     #[arg(long, conflicts_with = "queries")]
     from_git: bool,
-    /// With --from-git: how many queries.
-    #[arg(long, short = 'n', default_value_t = 50, conflicts_with = "queries")]
+    /// With --from-git: how many queries (`-n`, as every other command's `--limit`; `--n`, the
+    /// flag's old long name, still works, tour16 F3).
+    #[arg(long = "limit", short = 'n', alias = "n", default_value_t = 50, conflicts_with = "queries")]
     n: usize,
     /// With --from-git: only commits after this date: YYYY-MM-DD [HH:MM], "3 weeks ago",
     /// "last month", yesterday, @UNIX_SECONDS, "last monday", "march 1" [YEAR] or "noon

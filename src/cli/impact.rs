@@ -205,7 +205,9 @@ fn print_tests(out: &Out, resp: &TestsResponse) {
         out.line(&format!("no test file reaches {} through the import graph or by name", visible(&resp.file)));
         return;
     }
-    out.line(&format!("{} exercise {}:", count(resp.tests.len(), "test file"), visible(&resp.file)));
+    // "1 test file exercise F" read wrong (tour16 F4): the verb agrees with the count.
+    let verb = if resp.tests.len() == 1 { "exercises" } else { "exercise" };
+    out.line(&format!("{} {verb} {}:", count(resp.tests.len(), "test file"), visible(&resp.file)));
     for t in resp.tests.iter().take(LISTED) {
         out.line(&format!("  {}  ({})", visible(&t.path), visible(&t.reason)));
     }

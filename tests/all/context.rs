@@ -246,7 +246,10 @@ fn the_cli_prints_markdown_or_json_and_impact_lists_the_tests() {
     assert_eq!(billing["tests"][0]["path"], "tests/test_billing.py");
     assert_eq!(billing["tests"][0]["depth"], 0, "paired by name and by import: the name wins");
     let human = env.run(&["impact", "--repo", r, "--file", "app/crypto.py", "--tests"]);
-    assert!(String::from_utf8_lossy(&human.stdout).contains("tests/test_login.py"));
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("tests/test_login.py"), "{text}");
+    // tour16 F4: it read "1 test file exercise app/crypto.py:".
+    assert!(text.starts_with("1 test file exercises app/crypto.py:\n"), "{text}");
 }
 
 #[tokio::test]

@@ -314,6 +314,12 @@ fn the_command_prints_the_table_and_worst_misses_or_json() {
         assert_eq!(out.status.code(), Some(2), "{flag:?}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"), "{out:?}");
     }
+    // tour16 F3: the count's long name was `--n` (`-n, --n <N>` in the help, "cannot be used
+    // with '--n <N>'"); it is `--limit`, as on every other command, and `--n` still works.
+    let out = env.run(&["eval", "--repo", repo, "--queries", file.to_str().unwrap(), "-n", "1"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with '--limit <N>'"), "{out:?}");
+    let help = String::from_utf8_lossy(&env.run(&["eval", "--help"]).stdout).into_owned();
+    assert!(help.contains("-n, --limit <N>") && !help.contains("--n <N>"), "{help}");
 
     // Bad input: not a git repository, a malformed query file, an unusable --compare.
     let plain = env.repo("plain");

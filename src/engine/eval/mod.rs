@@ -112,7 +112,7 @@ impl Engine {
         let (mut queries, source, mut git) = match &req.source {
             QuerySource::Git(opts) => {
                 if opts.n == 0 {
-                    return Err(Error::BadRequest("--n must be at least 1".into()));
+                    return Err(Error::BadRequest("-n (--limit, the number of queries) must be at least 1".into()));
                 }
                 let (q, stats) = gitset::build(&repo.root, opts)?;
                 (q, "git".to_string(), Some(stats))
