@@ -81,6 +81,12 @@ fn run_client(env: &Env, py: &PathBuf, args: &[&str], unindexed: &std::path::Pat
     assert_eq!(report["context_roles"], json!(["hit"]), "no git here: search hits only; {report}");
     assert_eq!(report["similar_ok"], true, "{report}");
     assert_eq!(report["server_info_version"], env!("CARGO_PKG_VERSION"), "{report}");
+    for list in ["prompts", "resources", "resource_templates"] {
+        assert_eq!(report[list], 0, "{list}: {report}");
+    }
+    let set_level = &report["set_level_error"];
+    assert_eq!(set_level[0], -32601, "{report}");
+    assert!(set_level[1].as_str().unwrap_or_default().starts_with("logging/setLevel is not offered"), "{report}");
     report
 }
 
@@ -483,6 +489,45 @@ fn an_unknown_method_is_named_with_the_methods_the_server_answers() {
     let message = r["error"]["message"].as_str().unwrap_or_default();
     for needle in ["unknown method nope/method", "initialize", "ping", "tools/list", "tools/call"] {
         assert!(message.contains(needle), "{needle:?} missing from: {message}");
+    }
+    // The session goes on.
+    assert!(mcp.request("tools/list", json!({}))["result"]["tools"].is_array());
+}
+
+/// The MCP methods of capabilities docdex does not declare were rmcp's `-32601` with the method
+/// alone as the message (`prompts/list`). The list methods answer empty lists, since clients
+/// (Cline, opencode) ask for them on connect whatever the capabilities say and take `-32601`
+/// for a failed connection; the others are `-32601` saying what the server lacks and the
+/// methods it answers, as an unknown method is.
+#[test]
+fn methods_of_capabilities_not_declared_answer_empty_lists_or_say_what_there_is() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], json!({}));
+    for (method, key) in [
+        ("prompts/list", "prompts"),
+        ("resources/list", "resources"),
+        ("resources/templates/list", "resourceTemplates"),
+    ] {
+        let r = mcp.request(method, json!({}));
+        assert_eq!(r["result"][key], json!([]), "{method}: {r}");
+    }
+    let completion = json!({"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "a", "value": "b"}});
+    for (method, params, lacks) in [
+        ("prompts/get", json!({"name": "x"}), "has no prompts"),
+        ("resources/read", json!({"uri": "file:///x"}), "has no resources"),
+        ("resources/subscribe", json!({"uri": "file:///x"}), "has no resources"),
+        ("completion/complete", completion, "completes no arguments"),
+        ("logging/setLevel", json!({"level": "debug"}), "sends no log messages"),
+    ] {
+        let r = mcp.request(method, params);
+        assert_eq!(r["error"]["code"], -32601, "{method}: {r}");
+        let message = r["error"]["message"].as_str().unwrap_or_default();
+        for needle in [&format!("{method} is not offered"), lacks, "tools/list", "tools/call", "prompts/list"] {
+            assert!(message.contains(needle), "{method}: {needle:?} missing from: {message}");
+        }
     }
     // The session goes on.
     assert!(mcp.request("tools/list", json!({}))["result"]["tools"].is_array());

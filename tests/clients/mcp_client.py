@@ -85,6 +85,16 @@ async def exercise(session, repo, report):
         check(t.description and len(t.description) > 40, f"{t.name} needs a description")
         check(schema.get("type") == "object", f"{t.name} schema: {schema}")
         check("project_root" in schema.get("properties", {}), f"{t.name} takes project_root")
+    # No prompts or resources: the list methods answer empty lists (not -32601, which some
+    # clients take for a failed connection); logging/setLevel is -32601 saying why.
+    report["prompts"] = len((await session.list_prompts()).prompts)
+    report["resources"] = len((await session.list_resources()).resources)
+    report["resource_templates"] = len(attr(await session.list_resource_templates(), "resource_templates", "resourceTemplates"))
+    try:
+        await session.set_logging_level("debug")
+        report["set_level_error"] = None
+    except Exception as e:  # McpError (mcp 1.x) or MCPError (2.x), both carry .error
+        report["set_level_error"] = [e.error.code, e.error.message]
     search_tool = next(t for t in tools.tools if t.name == "docdex_search")
     search_schema = attr(search_tool, "input_schema", "inputSchema")
     check(search_schema.get("required") == ["query"], f"search requires query: {search_schema}")

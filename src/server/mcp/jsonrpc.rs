@@ -28,13 +28,30 @@ pub const INVALID_REQUEST: i64 = -32600;
 /// A known method whose `params` do not fit it.
 pub const INVALID_PARAMS: i64 = -32602;
 
+/// What the server answers, said after every method-not-found message so a client learns the
+/// methods there are.
+const ANSWERS: &str = "this MCP server answers initialize, ping, tools/list and tools/call (tools/list names the \
+     tools, tools/call runs one); prompts/list, resources/list and resources/templates/list answer empty lists";
+
 /// The message of the method-not-found error (`-32601`) for a method MCP does not define:
 /// the method, and the ones this server answers (its only capability is tools).
 pub fn unknown_method(method: &str) -> String {
-    format!(
-        "unknown method {method}: this MCP server answers initialize, ping, tools/list and tools/call \
-         (tools/list names the tools, tools/call runs one)"
-    )
+    format!("unknown method {method}: {ANSWERS}")
+}
+
+/// The message of the method-not-found error (`-32601`) for an MCP method of a capability this
+/// server does not declare (`prompts/get`, `resources/read`, `completion/complete`,
+/// `logging/setLevel`, ...): what it lacks, and the methods there are. rmcp's message was the
+/// method alone.
+pub fn not_offered(method: &str) -> String {
+    let lacks = match method.split('/').next().unwrap_or_default() {
+        "prompts" => "has no prompts",
+        "resources" => "has no resources",
+        "completion" => "completes no arguments (it has no prompts or resource templates)",
+        "logging" => "sends no log messages over MCP (it logs to stderr; DOCDEX_LOG sets the level)",
+        _ => "does not offer it",
+    };
+    format!("{method} is not offered: this server {lacks} (its only capability is tools); {ANSWERS}")
 }
 
 /// A message refused before rmcp: the JSON-RPC error the client gets instead.

@@ -26,10 +26,17 @@ use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use jsonrpc::{Checked, Rejection};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
-    Implementation, InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod, CompleteRequestParams,
+    CompleteResult, ConstString, ContentBlock, CustomRequest, CustomResult, ErrorCode, GetPromptRequestMethod,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    SetLevelRequestMethod, SubscribeRequestMethod, SubscribeRequestParams, UnsubscribeRequestMethod,
+    UnsubscribeRequestParams,
 };
+// Logging is deprecated by SEP-2577; `logging/setLevel` is still answered (not offered).
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -213,6 +220,92 @@ impl ServerHandler for DocdexMcp {
         Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, jsonrpc::unknown_method(&request.method), None))
     }
 
+    /// `prompts/list` without the prompts capability: an empty list, not `-32601`. Clients such
+    /// as Cline and opencode ask for prompts and resources on connect whatever the capabilities
+    /// say and count method not found as a failed connection; no prompts is the true answer.
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::default())
+    }
+
+    /// `resources/list`: an empty list, as [`Self::list_prompts`].
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::default())
+    }
+
+    /// `resources/templates/list`: an empty list, as [`Self::list_prompts`].
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::default())
+    }
+
+    /// `prompts/get`: there is no prompt to get ([`not_offered`]).
+    async fn get_prompt(
+        &self,
+        _request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        Err(not_offered::<GetPromptRequestMethod>())
+    }
+
+    /// `resources/read`: there is no resource to read ([`not_offered`]).
+    async fn read_resource(
+        &self,
+        _request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        Err(not_offered::<ReadResourceRequestMethod>())
+    }
+
+    /// `completion/complete`: nothing takes completions ([`not_offered`]).
+    async fn complete(
+        &self,
+        _request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        Err(not_offered::<CompleteRequestMethod>())
+    }
+
+    /// `logging/setLevel`: no log messages go to the client ([`not_offered`]).
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Err(not_offered::<SetLevelRequestMethod>())
+    }
+
+    /// `resources/subscribe` (legacy lifecycle): no resource to watch ([`not_offered`]).
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        _request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Err(not_offered::<SubscribeRequestMethod>())
+    }
+
+    /// `resources/unsubscribe` (legacy lifecycle): as [`Self::subscribe`].
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        _request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Err(not_offered::<UnsubscribeRequestMethod>())
+    }
+
     /// A tool call stops when rmcp cancels its request (`notifications/cancelled`, the session
     /// ended or deleted, the client hung up on the POST: see [`CancelOnHangUp`]): the call's
     /// future is dropped, which trips its engine work's token ([`super::work`]).
@@ -233,6 +326,14 @@ impl ServerHandler for DocdexMcp {
             }
         }
     }
+}
+
+/// Method not found (`-32601`) for MCP method `M` of a capability docdex does not declare,
+/// saying so and naming the methods there are ([`jsonrpc::not_offered`]); rmcp's message was
+/// the method alone.
+fn not_offered<M: ConstString>() -> McpError {
+    tracing::info!(method = M::VALUE, "MCP method of a capability this server does not declare");
+    McpError::new(ErrorCode::METHOD_NOT_FOUND, jsonrpc::not_offered(M::VALUE), None)
 }
 
 /// Adds the MCP transports to the routes: streamable HTTP at `/v1/mcp`, legacy SSE at
