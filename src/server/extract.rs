@@ -170,13 +170,32 @@ where
         if bytes.is_empty() {
             return Err(ApiError::bad_request("empty request body: send a JSON object"));
         }
-        let body: T =
-            serde_json::from_slice(&bytes).map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))?;
+        let body: T = serde_json::from_slice(&bytes)
+            .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {}", body_problem(&bytes, &e))))?;
         if T::STRICT {
             refuse_unknown_fields::<T>(&bytes, &route)?;
         }
         Ok(ApiJson(body))
     }
+}
+
+/// serde's message for a body `T` could not read, less a position that points nowhere: a
+/// field of a flattened struct (the chat body's `temperature`) is read from a buffered copy of
+/// the object, so its error, and a missing field's, is placed at the object's end. There the
+/// message names the field itself (`temperature: expected a number, got "hot"`); a position
+/// inside the body, and every syntax error's, is kept.
+fn body_problem(bytes: &[u8], e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let Some(last) = bytes.iter().rposition(|b| !b.is_ascii_whitespace()) else {
+        return text;
+    };
+    let line = 1 + bytes[..last].iter().filter(|b| **b == b'\n').count();
+    let column = last - bytes[..last].iter().rposition(|b| *b == b'\n').map_or(0, |nl| nl + 1) + 1;
+    if !e.is_data() || (e.line(), e.column()) != (line, column) {
+        return text;
+    }
+    let at = format!(" at line {} column {}", e.line(), e.column());
+    text.strip_suffix(&at).map_or(text.clone(), str::to_string)
 }
 
 /// `400 bad_request` naming the first top-level field of `bytes` that `T` does not take, with
@@ -305,6 +324,27 @@ mod tests {
             query_problem("Failed to deserialize query string: missing field `file`"),
             "bad query string: missing query parameter `file`; GET /v1/openapi.json lists each route's parameters"
         );
+    }
+
+    /// A position at the body's end (where serde places a flattened field's error or a
+    /// missing field) is dropped; one inside the body, or a syntax error's, stays.
+    #[test]
+    fn a_body_problem_keeps_only_a_position_that_points_at_the_fault() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Body {
+            #[allow(dead_code)]
+            n: u32,
+            #[serde(flatten)]
+            #[allow(dead_code)]
+            sampling: crate::engine::llm::Sampling,
+        }
+        let problem = |body: &str| body_problem(body.as_bytes(), &serde_json::from_str::<Body>(body).unwrap_err());
+        assert_eq!(problem("{\"n\": 1, \"temperature\": \"hot\"}\n"), "temperature: expected a number, got \"hot\"");
+        assert_eq!(problem("{\n  \"n\": 2,\n  \"top_p\": true\n}"), "top_p: expected a number, got true");
+        assert_eq!(problem("{}"), "missing field `n`");
+        let inside = problem("{\"n\": \"x\", \"top_p\": 1}");
+        assert!(inside.starts_with("invalid type: string") && inside.ends_with("at line 1 column 9"), "{inside}");
+        assert!(problem("{\"n\": 1,").contains("at line 1 column"), "a syntax error keeps its place");
     }
 
     #[test]

@@ -629,6 +629,35 @@ async fn sampling_fields_reach_the_model_and_a_forced_tool_call_is_refused() {
     assert_eq!(chats().len(), asked, "a refused request never reaches the model");
 }
 
+/// A sampling field of the wrong type names the field and the value it got: serde's message
+/// through the flattened `Sampling` was `invalid type: string "hot", expected f32 at line 1
+/// column N`, N the body's end. Refused before any model is asked (none listens here).
+#[tokio::test]
+async fn a_sampling_field_of_the_wrong_type_is_named_with_its_value() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let user = json!([{"role": "user", "content": "where are stale sessions expired?"}]);
+    for (field, value, got) in [
+        ("temperature", json!("hot"), r#""hot""#),
+        ("top_p", json!(true), "true"),
+        ("presence_penalty", json!({"x": 1}), "an object"),
+        ("frequency_penalty", json!([0.5]), "an array"),
+    ] {
+        let (s, v) =
+            post(&server, "/v1/chat/completions", json!({"messages": user, field: value, "stream": true})).await;
+        assert_error(s, &v, 400, "bad_request");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert_eq!(message, format!("invalid JSON body: {field}: expected a number, got {got}"), "{v}");
+    }
+    // A number is still a number, and null the server's default: refused only for its range.
+    let (s, v) =
+        post(&server, "/v1/chat/completions", json!({"messages": user, "temperature": 7, "top_p": null})).await;
+    assert_error(s, &v, 400, "bad_request");
+    assert!(v["error"]["message"].as_str().unwrap().starts_with("temperature 7 is out of range"), "{v}");
+}
+
 #[tokio::test]
 async fn chat_without_a_reachable_model_is_503_upstream_unavailable() {
     let env = Env::new();

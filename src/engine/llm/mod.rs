@@ -62,17 +62,86 @@ impl ChatMessage {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sampling {
     /// Sampling temperature, 0 to 2 (the model server's default when absent).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "number::temperature")]
+    #[schemars(with = "Option<f32>")]
     pub temperature: Option<f32>,
     /// Nucleus sampling, 0 to 1 (the model server's default when absent).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "number::top_p")]
+    #[schemars(with = "Option<f32>")]
     pub top_p: Option<f32>,
     /// Penalty on tokens already present, -2 to 2 (the model server's default when absent).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "number::presence_penalty")]
+    #[schemars(with = "Option<f32>")]
     pub presence_penalty: Option<f32>,
     /// Penalty by how often a token already came, -2 to 2 (the model server's default when absent).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "number::frequency_penalty")]
+    #[schemars(with = "Option<f32>")]
     pub frequency_penalty: Option<f32>,
+}
+
+/// Reading a [`Sampling`] field, so a value of the wrong type names its field: serde reads a
+/// flattened struct from a buffered copy of the whole object, and its own error (`invalid
+/// type: string "hot", expected f32`) named neither the field nor where it was (the position
+/// was the object's end). Now: `temperature: expected a number, got "hot"`.
+mod number {
+    use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Visitor};
+    use std::fmt;
+
+    /// A number (or null: absent) for the field it names.
+    struct Field(&'static str);
+
+    impl Field {
+        fn wrong<E: Error>(&self, got: &str) -> E {
+            E::custom(format!("{}: expected a number, got {got}", self.0))
+        }
+    }
+
+    impl<'de> Visitor<'de> for Field {
+        type Value = Option<f32>;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            write!(f, "a number for {}", self.0)
+        }
+        fn visit_f64<E: Error>(self, v: f64) -> Result<Self::Value, E> {
+            Ok(Some(v as f32))
+        }
+        fn visit_i64<E: Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Some(v as f32))
+        }
+        fn visit_u64<E: Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Some(v as f32))
+        }
+        fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+        fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
+            Err(self.wrong(&crate::error::quoted(v)))
+        }
+        fn visit_bool<E: Error>(self, v: bool) -> Result<Self::Value, E> {
+            Err(self.wrong(&v.to_string()))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, _seq: A) -> Result<Self::Value, A::Error> {
+            Err(self.wrong("an array"))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, _map: A) -> Result<Self::Value, A::Error> {
+            Err(self.wrong("an object"))
+        }
+    }
+
+    macro_rules! fields {
+        ($($name:ident),*) => {$(
+            pub(super) fn $name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f32>, D::Error> {
+                d.deserialize_any(Field(stringify!($name)))
+            }
+        )*};
+    }
+    fields!(temperature, top_p, presence_penalty, frequency_penalty);
 }
 
 impl Sampling {
@@ -254,6 +323,25 @@ mod tests {
         let read: ChatRequest =
             serde_json::from_value(json!({"model": "m", "messages": [], "frequency_penalty": -2})).unwrap();
         assert_eq!(read.sampling, Sampling { frequency_penalty: Some(-2.0), ..Sampling::default() });
+    }
+
+    /// A sampling field of the wrong type names the field and the value it got (serde's
+    /// message through `flatten` named neither); null is absent, as before.
+    #[test]
+    fn a_sampling_field_of_the_wrong_type_names_the_field_and_value() {
+        let read = |body: &str| serde_json::from_str::<ChatRequest>(body).map(|r| r.sampling);
+        let e = read(r#"{"model": "m", "messages": [], "temperature": "hot"}"#).unwrap_err().to_string();
+        assert!(e.starts_with(r#"temperature: expected a number, got "hot""#), "{e}");
+        for (field, value, got) in [
+            ("top_p", "true", "true"),
+            ("presence_penalty", "[1]", "an array"),
+            ("frequency_penalty", r#"{"a": 1}"#, "an object"),
+        ] {
+            let e = read(&format!(r#"{{"model": "m", "messages": [], "{field}": {value}}}"#)).unwrap_err();
+            assert!(e.to_string().starts_with(&format!("{field}: expected a number, got {got}")), "{e}");
+        }
+        let ok = read(r#"{"model": "m", "messages": [], "temperature": null, "top_p": 1, "presence_penalty": -0.5}"#);
+        assert_eq!(ok.unwrap(), Sampling { top_p: Some(1.0), presence_penalty: Some(-0.5), ..Sampling::default() });
     }
 
     #[test]
