@@ -1540,7 +1540,7 @@ fn a_cargo_run_killed_at_the_timeout_names_the_test_that_hangs() {
     write(
         &repo,
         "src/lib.rs",
-        "#[cfg(test)]\nmod tests {\n    #[test]\n    fn a_quick() {}\n\n    #[test]\n    fn b_hangs() {\n        std::thread::sleep(std::time::Duration::from_secs(300));\n    }\n}\n",
+        "#[cfg(test)]\nmod tests {\n    #[test]\n    fn a_quick() {}\n\n    #[test]\n    fn b_hangs() {\n        std::thread::sleep(std::time::Duration::from_secs(300));\n    }\n\n    #[test]\n    fn c_hangs() {\n        std::thread::sleep(std::time::Duration::from_secs(300));\n    }\n\n    #[test]\n    fn d_waits() {}\n}\n",
     );
     let target = env.dir.path().join("cargo-target");
     let built = std::process::Command::new("cargo")
@@ -1560,11 +1560,26 @@ fn a_cargo_run_killed_at_the_timeout_names_the_test_that_hangs() {
     );
     assert_eq!(v["failures"][0]["name"], "tests::b_hangs", "{v}");
     assert_eq!(v["failures"][0]["message"], "timed out after 8 s while running tests::b_hangs", "{v}");
-    // Several at a time, libtest names none before 60 s: a note says so.
-    let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap())];
+    // Two at a time, libtest names a test only when it ends (or after 60 s): the binary's own
+    // list less the tests that ended names the two started and never ended; d_waits, never
+    // started, is not named (it named none).
+    let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap()), ("RUST_TEST_THREADS", "2")];
     let (_, v) = run_tests(&env, &repo, &["--timeout", "5"], &vars);
-    assert_eq!((v["status"].as_str(), v["failures"].as_array().map(Vec::len)), (Some("timed_out"), Some(0)), "{v}");
-    assert!(v["notes"].to_string().contains("libtest running several tests at a time names one only"), "{v}");
+    assert_eq!(
+        (v["status"].as_str(), v["passed"].as_u64(), v["failed"].as_u64()),
+        (Some("timed_out"), Some(1), Some(2)),
+        "{v}"
+    );
+    assert_eq!(
+        failures(&v),
+        [("tests::b_hangs".to_string(), None, None), ("tests::c_hangs".to_string(), None, None)],
+        "{v}"
+    );
+    assert_eq!(
+        v["failures"][0]["message"],
+        "timed out after 5 s while running tests::b_hangs, one of 2 tests libtest was running side by side, which names a test only when it ends (tests::b_hangs, tests::c_hangs)",
+        "{v}"
+    );
 }
 
 #[test]
@@ -1595,7 +1610,8 @@ fn go_directory_targets_take_subpackages_printed_announcements_are_text_and_a_ha
     let vars = [("GOPROXY", "off"), ("GOTOOLCHAIN", "local"), ("GOCACHE", gocache.to_str().unwrap())];
     let (code, v) = run_tests(&env, &repo, &["--target", "pkg"], &vars);
     assert_eq!((code, v["status"].as_str()), (1, Some("failed")), "{v}");
-    assert_eq!(v["command"], serde_json::json!(["go", "test", "-v", "./pkg/..."]), "{v}");
+    // go's own -timeout a little below docdex's (600 s by default).
+    assert_eq!(v["command"], serde_json::json!(["go", "test", "-v", "-timeout=570s", "./pkg/..."]), "{v}");
     assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(1), Some(2)), "{v}");
     assert_eq!(
         failures(&v),
@@ -1607,7 +1623,7 @@ fn go_directory_targets_take_subpackages_printed_announcements_are_text_and_a_ha
     );
     // A file stays its own package.
     let (_, v) = run_tests(&env, &repo, &["--target", "pkg/a_test.go"], &vars);
-    assert_eq!(v["command"], serde_json::json!(["go", "test", "-v", "./pkg"]), "{v}");
+    assert_eq!(v["command"], serde_json::json!(["go", "test", "-v", "-timeout=570s", "./pkg"]), "{v}");
 
     // Built first, so the timeout is spent running.
     let built = std::process::Command::new("go")
@@ -1618,10 +1634,78 @@ fn go_directory_targets_take_subpackages_printed_announcements_are_text_and_a_ha
         .output()
         .unwrap();
     assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    // go's own -timeout (7 s, below docdex's 10) stops it: named, and placed where it sleeps.
     let (code, v) = run_tests(&env, &repo, &["--target", "hang", "--timeout", "10"], &vars);
     assert_eq!((code, v["status"].as_str(), v["passed"].as_u64()), (1, Some("timed_out"), Some(1)), "{v}");
-    assert_eq!(failures(&v), [("TestHang/slow".to_string(), None, None)], "{v}");
-    assert_eq!(v["failures"][0]["message"], "timed out after 10 s while running TestHang/slow", "{v}");
+    assert_eq!(failures(&v), [("TestHang/slow".to_string(), Some("hang/h_test.go".to_string()), Some(11))], "{v}");
+    assert_eq!(
+        v["failures"][0]["message"],
+        "timed out after 7s while running TestHang/slow in package example.com/godirs/hang (go test's -timeout stopped it)",
+        "{v}"
+    );
+}
+
+#[test]
+fn a_hang_in_each_of_several_go_packages_is_named_by_gos_own_timeout() {
+    // go test ./... holds back each package's output until it ends: killed at docdex's timeout,
+    // no package tested beside another named its hung test. go's own -timeout, set below
+    // docdex's, makes each package end, printing its tests and its goroutines' stacks.
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let repo = env.repo("gohangs");
+    write(&repo, "go.mod", "module example.com/gohangs\n\ngo 1.19\n");
+    write(&repo, "fine/f_test.go", "package fine\n\nimport \"testing\"\n\nfunc TestFine(t *testing.T) {}\n");
+    write(
+        &repo,
+        "hang/h_test.go",
+        "package hang\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestQuick(t *testing.T) {}\n\nfunc TestHang(t *testing.T) {\n\tt.Run(\"slow\", func(t *testing.T) { time.Sleep(300 * time.Second) })\n}\n",
+    );
+    write(
+        &repo,
+        "stuck/s_test.go",
+        "package stuck\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestA(t *testing.T) {}\n\nfunc TestStuck(t *testing.T) {\n\ttime.Sleep(300 * time.Second)\n}\n",
+    );
+    let gocache = env.dir.path().join("gocache");
+    // Built first, so the timeout is spent running.
+    let built = std::process::Command::new("go")
+        .args(["test", "-run", "NONE", "./..."])
+        .current_dir(&repo)
+        .env("GOCACHE", &gocache)
+        .env("GOPROXY", "off")
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let vars = [("GOPROXY", "off"), ("GOTOOLCHAIN", "local"), ("GOCACHE", gocache.to_str().unwrap())];
+    let (code, v) = run_tests(&env, &repo, &["--timeout", "10"], &vars);
+    assert_eq!(v["command"], serde_json::json!(["go", "test", "-v", "-timeout=7s", "./..."]), "{v}");
+    assert_eq!(
+        (code, v["status"].as_str(), v["exit_code"].as_i64(), v["passed"].as_u64(), v["failed"].as_u64()),
+        (1, Some("timed_out"), None, Some(3), Some(2)),
+        "{v}"
+    );
+    assert_eq!(
+        failures(&v),
+        [
+            ("TestHang/slow".to_string(), Some("hang/h_test.go".to_string()), Some(11)),
+            ("TestStuck".to_string(), Some("stuck/s_test.go".to_string()), Some(11)),
+        ],
+        "{v}"
+    );
+    assert_eq!(
+        v["failures"][1]["message"],
+        "timed out after 7s while running TestStuck in package example.com/gohangs/stuck (go test's -timeout stopped it)",
+        "{v}"
+    );
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("go test's own -timeout=7s")
+            && notes.contains("stopped 2 packages: example.com/gohangs/hang, example.com/gohangs/stuck"),
+        "{notes}"
+    );
+    // go ended by itself: nothing was killed.
+    assert!(!notes.contains("killed after"), "{notes}");
 }
 
 #[test]

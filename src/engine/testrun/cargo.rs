@@ -1,10 +1,17 @@
 //! cargo's side of `run-tests`: the `cargo test` command line for the targets (narrowed to a
 //! workspace member with `-p` when they lie in one: a target in `crates/alpha/` ran the whole
 //! workspace), and the compiler's errors when the tests do not build (the result had no file
-//! or line, only cargo's exit 101).
+//! or line, only cargo's exit 101), and the tests running when the timeout struck a test binary
+//! that ran several at a time (`running_at_timeout`).
 
+use super::hung::Running;
 use super::types::TestFailure;
+use std::collections::HashSet;
 use std::path::Path;
+use std::time::Duration;
+
+/// How long listing a killed test binary's tests (`--list`) may take.
+const LIST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Compiler errors kept as failures, at most (a note counts the rest).
 pub(super) const MAX_BUILD_ERRORS: usize = 10;
@@ -206,6 +213,128 @@ fn crate_of(rest: &str) -> String {
     rest.split_once('`').map_or(rest, |(name, _)| name).to_string()
 }
 
+/// The test binary running last in `cargo test`'s output: its path as cargo printed it, the
+/// count its `running N tests` line gave, the tests whose result line it printed, and whether a
+/// `test NAME ... ` line waits for its result (one test at a time: that line names it).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct LastBinary {
+    path: String,
+    count: usize,
+    ended: Vec<String>,
+    open: bool,
+}
+
+/// The binary of the last `Running unittests src/lib.rs (target/debug/deps/x-1)` line and what
+/// its output says; `None` after a `Doc-tests` line (rustdoc's tests cannot be listed) or
+/// before any binary ran.
+fn last_binary(out: &str) -> Option<LastBinary> {
+    let mut last: Option<LastBinary> = None;
+    for line in out.lines() {
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix("Running ") {
+            let path = rest.trim_end().strip_suffix(')').and_then(|r| r.rsplit_once(" (")).map(|(_, p)| p);
+            last = path.map(|p| LastBinary { path: p.to_string(), ..LastBinary::default() });
+        } else if t.starts_with("Doc-tests ") {
+            last = None;
+        } else if let Some(b) = last.as_mut() {
+            let count =
+                line.strip_prefix("running ").and_then(|r| r.strip_suffix(" tests").or(r.strip_suffix(" test")));
+            if let Some(n) = count.and_then(|n| n.parse().ok()) {
+                b.count = n;
+            } else if let Some((name, result)) = line.strip_prefix("test ").and_then(|r| r.split_once(" ... ")) {
+                b.open = result.trim().is_empty();
+                if !b.open {
+                    b.ended.push(name.to_string());
+                }
+            } else if line.starts_with("test ") && line.trim_end().ends_with(" ...") {
+                b.open = true;
+            }
+        }
+    }
+    last
+}
+
+/// The tests a binary killed at the timeout was running, when libtest ran several at a time:
+/// it names a test only when it ends, so the binary's own list (`BINARY --list`, with the
+/// run's filter) less the tests that ended, as `side_by_side` narrows it. `None` when the
+/// output already says (one test at a time), when no test binary was running, or when the
+/// list cannot be had or does not match the `running N tests` count (then the output's 60 s
+/// warnings are all there is).
+pub(super) fn running_at_timeout(root: &Path, command: &[String], out: &str) -> Option<Vec<Running>> {
+    let bin = last_binary(out).filter(|b| !b.open && b.count > 0)?;
+    let path = root.join(&bin.path);
+    if !path.is_file() {
+        tracing::debug!(path = %path.display(), "the killed test binary is gone: its tests cannot be listed");
+        return None;
+    }
+    let mut argv = vec![path.to_string_lossy().into_owned(), "--list".into(), "--format".into(), "terse".into()];
+    argv.extend(test_filter(command));
+    let listed = match super::execute(root, &argv, LIST_TIMEOUT) {
+        Ok(done) if done.exit_code == Some(0) => {
+            done.lines.iter().filter_map(|l| l.strip_suffix(": test")).map(str::to_string).collect::<Vec<_>>()
+        }
+        Ok(_) | Err(_) => {
+            tracing::debug!(binary = %path.display(), "listing the killed test binary's tests failed");
+            return None;
+        }
+    };
+    if listed.len() != bin.count {
+        tracing::debug!(listed = listed.len(), ran = bin.count, "the test list does not match the run's count");
+        return None;
+    }
+    Some(side_by_side(&listed, &bin.ended, test_threads()))
+}
+
+/// The positional filter of a `cargo test` command line this module built (`calc::` of
+/// `cargo test --no-fail-fast --lib calc::`), which cargo passed on to each test binary.
+fn test_filter(command: &[String]) -> Option<String> {
+    let mut args = command.iter().skip(2);
+    while let Some(a) = args.next() {
+        if a == "-p" || a == "--test" {
+            args.next();
+        } else if !a.starts_with('-') {
+            return Some(a.clone());
+        }
+    }
+    None
+}
+
+/// How many tests libtest runs at once: `RUST_TEST_THREADS`, which the run inherits from
+/// docdex, else the cores this process may use (libtest's own rule, and the run's cores are ours).
+fn test_threads() -> usize {
+    std::env::var("RUST_TEST_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// The tests running of `listed` (in libtest's order: by name, as `--list` prints them) when
+/// those in `ended` had ended and libtest runs `threads` at a time: it starts them in that
+/// order, the next as one ends, so the started ones are the first `ended + threads`, and the
+/// running ones those of them not ended. Several are named each with the others: which of
+/// them hangs the output cannot say.
+fn side_by_side(listed: &[String], ended: &[String], threads: usize) -> Vec<Running> {
+    let ended: HashSet<&str> = ended.iter().map(String::as_str).collect();
+    let done = listed.iter().filter(|t| ended.contains(t.as_str())).count();
+    let started = listed.len().min(done + threads.max(1));
+    let running: Vec<&String> = listed[..started].iter().filter(|t| !ended.contains(t.as_str())).collect();
+    let all: Vec<&str> = running.iter().map(|t| t.as_str()).collect();
+    running
+        .iter()
+        .map(|t| {
+            let what = match all.len() {
+                1 => t.to_string(),
+                n => format!(
+                    "{t}, one of {n} tests libtest was running side by side, which names a test only when it ends ({})",
+                    all.join(", ")
+                ),
+            };
+            Running { name: t.to_string(), file: None, what }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,6 +367,41 @@ mod tests {
         let many: String = (1..=12).map(|i| format!("error: bad {i}\n --> src/lib.rs:{i}:1\n")).collect();
         let (found, more) = build_errors(&many, "/r");
         assert_eq!((found.len(), more, found[0].name.as_str()), (MAX_BUILD_ERRORS, 2, "the build"));
+    }
+
+    #[test]
+    fn the_last_binary_is_read_with_its_ended_tests() {
+        let out = "     Running unittests src/lib.rs (target/debug/deps/a-1)\n\nrunning 1 test\ntest x ... ok\n\ntest result: ok. 1 passed;\n     Running tests/api.rs (/t/debug/deps/api-2)\n\nrunning 3 tests\ntest b ... ok\ntest c ... ignored, later\ntest d has been running for over 60 seconds\n";
+        let b = last_binary(out).unwrap();
+        assert_eq!(
+            (b.path.as_str(), b.count, b.ended.as_slice(), b.open),
+            ("/t/debug/deps/api-2", 3, &["b".to_string(), "c".to_string()][..], false)
+        );
+        assert!(last_binary(&format!("{out}test e ... ")).unwrap().open);
+        assert_eq!(last_binary(&format!("{out}   Doc-tests a\n")), None);
+        assert_eq!(last_binary("   Compiling a v0.1.0\n"), None);
+        let cmd = |c: &str| c.split(' ').map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(test_filter(&cmd("cargo test --no-fail-fast -p calc --lib calc::")), Some("calc::".into()));
+        assert_eq!(test_filter(&cmd("cargo test --no-fail-fast --test api")), None);
+    }
+
+    #[test]
+    fn side_by_side_names_the_started_tests_not_ended() {
+        let list: Vec<String> = ["a", "b", "c", "d", "e"].iter().map(|s| s.to_string()).collect();
+        let ended = |e: &[&str]| e.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let names = |r: Vec<Running>| r.into_iter().map(|r| r.name).collect::<Vec<_>>();
+        // Every other test ended: the one left is the one running.
+        let one = side_by_side(&list, &ended(&["a", "c", "d", "e"]), 2);
+        assert_eq!((one[0].name.as_str(), one[0].what.as_str()), ("b", "b"));
+        // Two at a time, b and c never end: d and e wait, not started.
+        let two = side_by_side(&list, &ended(&["a"]), 2);
+        assert_eq!(names(two.clone()), ["b", "c"]);
+        assert_eq!(
+            two[0].what,
+            "b, one of 2 tests libtest was running side by side, which names a test only when it ends (b, c)"
+        );
+        assert_eq!(names(side_by_side(&list, &ended(&["b", "d"]), 3)), ["a", "c", "e"]);
+        assert!(side_by_side(&list, &list, 2).is_empty());
     }
 
     #[test]

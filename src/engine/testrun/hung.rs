@@ -5,13 +5,15 @@
 //!
 //! What each runner announces: libtest prints `test NAME ... ` before the result only when it
 //! runs one test at a time (`--test-threads=1`, or one core), and `test NAME has been running
-//! for over 60 seconds` in any case; go test `-v` prints `=== RUN   TestX` (and `=== CONT`) and
+//! for over 60 seconds` in any case (running several at a time, the killed binary's own list of
+//! its tests tells which had not ended: `cargo::running_at_timeout`); go test `-v` prints `=== RUN   TestX` (and `=== CONT`) and
 //! later `--- PASS/FAIL/SKIP: TestX`; pytest `-v` prints the node id, then its outcome on the
 //! same line, and pytest's default progress prints a file's name, then a character per test.
 //! Node's TAP reporter prints nothing for a test until it ends (checked with node 20: a hung
 //! test never shows), so a node run is not read; go test holds back a package's output until
 //! the package ends while it tests several at once, so only a run of one package (or the
-//! package printing last) shows its test. Where no test can be named, `unnamed` says why.
+//! package printing last) shows its test here (go's own `-timeout`, set below docdex's, names
+//! those of each package it stops: `go_timeout`). Where no test can be named, `unnamed` says why.
 
 use super::types::TestFailure;
 use super::Runner;
@@ -56,12 +58,12 @@ pub(super) fn failures(running: &[Running], secs: u64) -> Vec<TestFailure> {
 pub(super) fn unnamed(runner: Runner) -> Option<String> {
     match runner {
         Runner::Cargo => Some(
-            "the output named no test running at the timeout: libtest running several tests at a time names one only once it has run 60 s (with RUST_TEST_THREADS=1 it names each as it starts)"
+            "the output named no test running at the timeout: libtest running several tests at a time names one only when it ends or has run 60 s, and the killed test binary's own list of its tests (to tell which had not ended) could not be read, or no test binary had started (with RUST_TEST_THREADS=1 libtest names each test as it starts)"
                 .into(),
         ),
         // go test buffers a package's output while it tests several at once (`./...`).
         Runner::Go => Some(
-            "the output named no test running at the timeout: go test shows a package's output only once the package ends while it tests several packages at once; give the hung package's directory as the target to have its test named"
+            "the output named no test running at the timeout: go test shows a package's output only once the package ends while it tests several packages at once, and docdex's timeout struck before go test's own -timeout (set a little below it, so that go names the tests it stops) had stopped the package, or too little time was left to set one; give the hung package's directory as the target to have its test named"
                 .into(),
         ),
         Runner::Node => Some("node's TAP reporter names no test before it ends: the output cannot say which test hung".into()),

@@ -18,6 +18,7 @@ mod affected;
 mod cargo;
 mod collect_only;
 mod config_command;
+mod go_timeout;
 mod group;
 mod hung;
 mod location;
@@ -540,6 +541,9 @@ struct Finished {
     duration_ms: f64,
     /// What happened to processes the tests left behind, if anything.
     notes: Vec<String>,
+    /// The timeout struck only as the runner's own (go test's `-timeout`, set from docdex's):
+    /// the runner stopped its tests and exited, nothing was killed.
+    runner_timeout: bool,
 }
 
 /// The output kept for parsing: the newest lines, at most `MAX_KEPT_LINES` and
@@ -716,6 +720,7 @@ fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> 
         lines,
         duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
         notes,
+        runner_timeout: false,
     })
 }
 
@@ -841,7 +846,9 @@ fn record_outcome(
     mut notes: Vec<String>,
 ) {
     resp.status = if done.timed_out {
-        notes.push(format!("killed after the {} s timeout", timeout.as_secs()));
+        if !done.runner_timeout {
+            notes.push(format!("killed after the {} s timeout", timeout.as_secs()));
+        }
         TestStatus::TimedOut
     } else if ran_no_test(runner, done.exit_code, &outcome) {
         notes.push(match (runner, done.exit_code) {
@@ -875,7 +882,7 @@ fn record_outcome(
     if done.timed_out {
         // The test that hangs, named (`hung`): the status alone did not say which.
         let hung = hung::failures(&outcome.hung, timeout.as_secs());
-        if hung.is_empty() {
+        if hung.is_empty() && outcome.stopped.is_empty() {
             notes.extend(hung::unnamed(runner));
         }
         resp.failed += hung.len() as u32;
@@ -982,7 +989,18 @@ impl Engine {
                 })),
                 None => Ok(()),
             };
-        let (done, outcome, runs, not_run) = runs::run_parts(root, &parts, budget, &read, &missing)?;
+        let (done, mut outcome, runs, not_run) = runs::run_parts(root, &parts, budget, &read, &missing)?;
+        // The command as run: go test's with the `-timeout` the time left gave it.
+        if let Some(run) = runs.first() {
+            resp.command = run.command.clone();
+        }
+        if runner == Runner::Cargo && done.timed_out {
+            // libtest running several tests at a time named none of them before it was killed.
+            let running = cargo::running_at_timeout(root, &resp.command, &done.lines.join("\n"));
+            if let Some(r) = running.filter(|r| !r.is_empty()) {
+                outcome.hung = r;
+            }
+        }
         resp.runs = runs;
         if let Some(b) = &broken {
             let python = resp.command.first().cloned().unwrap_or_default();

@@ -31,6 +31,9 @@ pub struct Outcome {
     pub hung: Vec<super::hung::Running>,
     /// What else the output says that the counts do not (compiler errors past those listed).
     pub notes: Vec<String>,
+    /// The packages go test's own `-timeout` stopped (`go_timeout`): their running tests are
+    /// failures, and the run ended by that timeout though go test exited by itself.
+    pub stopped: Vec<String>,
 }
 
 /// Longest failure message kept, in characters (a TAP `error: |-` block is joined into one line).
@@ -620,6 +623,10 @@ pub fn go(out: &str, module: Option<&str>, src: Option<&Path>) -> Outcome {
     o.counted = g.verbose;
     o.none_found = g.no_tests && !g.tested;
     o.hung = super::hung::go(out);
+    let stopped = super::go_timeout::stopped(out, src);
+    o.failed += stopped.failures.len() as u32;
+    o.failures.extend(stopped.failures);
+    o.stopped = stopped.packages;
     o
 }
 
@@ -842,6 +849,9 @@ impl GoRun {
     /// failure of its own), with the panic as message, placed at its frame in a test file.
     fn place_panic(&mut self, pkg: &str, o: &mut Outcome) {
         let Some(p) = self.panic.take() else { return };
+        if p.message.starts_with("panic: test timed out after ") {
+            return; // go's own -timeout: `go_timeout` names the tests it stopped
+        }
         let i = match o.failures.len().checked_sub(1).filter(|i| *i >= self.package_start.0) {
             Some(i) => i,
             None => {
@@ -1038,7 +1048,7 @@ fn read_source(path: &Path) -> Option<Vec<String>> {
 
 /// A path go test printed (testify's `Error Trace` gives absolute ones) relative to the module's
 /// directory `src` when it lies inside it, as given otherwise.
-fn module_relative(file: &str, src: Option<&Path>) -> String {
+pub(super) fn module_relative(file: &str, src: Option<&Path>) -> String {
     let Some(src) = src.filter(|_| file.starts_with('/')) else { return file.to_string() };
     let inside = |dir: &Path| Path::new(file).strip_prefix(dir).ok().map(|r| r.to_string_lossy().into_owned());
     inside(src)
@@ -1056,7 +1066,7 @@ fn place(f: &mut TestFailure, said: Option<&GoSaid>) {
 
 /// The package of a go test package line: `ok  \tPKG\t0.01s`, `FAIL\tPKG\t0.01s`, `FAIL\tPKG
 /// [build failed]`, `?   \tPKG\t[no test files]`.
-fn package_line(line: &str) -> Option<&str> {
+pub(super) fn package_line(line: &str) -> Option<&str> {
     let rest = ["ok  \t", "FAIL\t", "?   \t"].iter().find_map(|p| line.strip_prefix(p))?;
     rest.split(['\t', ' ']).next().filter(|p| !p.is_empty())
 }

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 const GO_SKIP: [&str; 3] = ["vendor", "testdata", "node_modules"];
 /// How deep below the root a `go.mod` is looked for.
 const GO_DEPTH: usize = 6;
+/// go test's default `-timeout`, in seconds (10 minutes): docdex never sets a longer one.
+const GO_DEFAULT_TIMEOUT: u64 = 600;
 
 /// One runner process: the repo-relative directory it runs in and its command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,6 +175,7 @@ fn merged_outcome(outcomes: Vec<parse::Outcome>) -> parse::Outcome {
         all.counted |= o.counted;
         all.none_found &= o.none_found;
         all.hung.extend(o.hung);
+        all.stopped.extend(o.stopped);
         all.notes.extend(o.notes);
     }
     all
@@ -208,9 +211,16 @@ pub(super) fn run_parts(
     missing: MissingRunner<'_>,
 ) -> Result<PartsRun> {
     let started = Instant::now();
-    let mut all =
-        Finished { exit_code: None, timed_out: false, lines: Vec::new(), duration_ms: 0.0, notes: Vec::new() };
+    let mut all = Finished {
+        exit_code: None,
+        timed_out: false,
+        lines: Vec::new(),
+        duration_ms: 0.0,
+        notes: Vec::new(),
+        runner_timeout: false,
+    };
     let (mut outcomes, mut runs, mut codes) = (Vec::new(), Vec::new(), Vec::new());
+    let mut killed = false;
     let mut not_run: Vec<(NotRun, Error)> = Vec::new();
     for (i, part) in parts.iter().enumerate() {
         let left = timeout.saturating_sub(started.elapsed());
@@ -219,13 +229,14 @@ pub(super) fn run_parts(
             all.notes.push(format!("{} of {} runs not started: the timeout had struck", parts.len() - i, parts.len()));
             break;
         }
-        let shown = format!("[docdex] in {}: {}", shown_dir(&part.dir), part.command.join(" "));
-        let done = match execute(&root.join(&part.dir), &part.command, left) {
+        let (command, go_timeout) = with_go_timeout(&part.command, left);
+        let shown = format!("[docdex] in {}: {}", shown_dir(&part.dir), command.join(" "));
+        let mut done = match execute(&root.join(&part.dir), &command, left) {
             Ok(done) => done,
             Err(e @ Error::BadRequest(_)) if parts.len() > 1 => {
                 all.lines.push(shown);
                 not_run.push((NotRun { dir: part.dir.clone(), why: missing_why(&e) }, e));
-                runs.push(run_of(part, None, &parse::Outcome::default()));
+                runs.push(run_of(part, &command, None, &parse::Outcome::default()));
                 continue;
             }
             Err(e) => return Err(e),
@@ -237,11 +248,9 @@ pub(super) fn run_parts(
             Ok(()) => None,
         };
         let mut outcome = if absent.is_some() { parse::Outcome::default() } else { read(&text, &part.dir) };
-        if !done.timed_out {
-            // Started and never finished in a run that ended by itself: not the hung test.
-            outcome.hung.clear();
-        }
-        runs.push(run_of(part, done.exit_code, &outcome));
+        killed |= done.timed_out;
+        all.runner_timeout |= settle_timeout(&mut done, &mut outcome, go_timeout);
+        runs.push(run_of(part, &command, done.exit_code, &outcome));
         if parts.len() > 1 {
             all.lines.push(shown);
         }
@@ -261,15 +270,58 @@ pub(super) fn run_parts(
         }
         return Err(Error::BadRequest("no test runner could be started".into()));
     }
+    all.runner_timeout &= !killed;
     all.exit_code = if all.timed_out { None } else { merged_exit(&codes) };
     all.duration_ms = (all.duration_ms * 1e3).round() / 1e3;
     Ok((all, merged_outcome(outcomes), runs, not_run.into_iter().map(|(n, _)| n).collect()))
 }
 
-fn run_of(part: &Part, exit_code: Option<i32>, outcome: &parse::Outcome) -> TestRun {
+/// go test's command line with `-timeout` a little below `left`, the time docdex's timeout
+/// leaves it (less a tenth, 3 s to 30 s, for go to start the test binaries, print the stacks and end), and that value
+/// (`8s`); as given (and `None`) for another command, or where go's own default (10 minutes)
+/// comes first or too little is left. go's timeout panic names the tests each package was
+/// running (`go_timeout`): killed by docdex instead, a package tested beside others named none.
+pub(super) fn with_go_timeout(command: &[String], left: Duration) -> (Vec<String>, Option<String>) {
+    // Whole seconds, rounded: the few milliseconds spent before the run do not cost one.
+    let left = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).saturating_add(500) / 1000;
+    let secs = left.saturating_sub((left / 10).clamp(3, 30));
+    if !command.starts_with(&["go".to_string(), "test".to_string()]) || secs == 0 || secs >= GO_DEFAULT_TIMEOUT {
+        return (command.to_vec(), None);
+    }
+    let value = format!("{secs}s");
+    let mut cmd = command.to_vec();
+    let at = if cmd.get(2).is_some_and(|a| a == "-v") { 3 } else { 2 };
+    cmd.insert(at, format!("-timeout={value}"));
+    (cmd, Some(value))
+}
+
+/// How a part's run ended: go test's own `-timeout` set from docdex's (`go_timeout`) stopping a
+/// package is the run's timeout, though go test exited by itself (a note says which packages);
+/// the tests a run that ended by itself left started are no hung tests. Whether go's stopped it.
+fn settle_timeout(done: &mut Finished, outcome: &mut parse::Outcome, go_timeout: Option<String>) -> bool {
+    let by_go = match go_timeout.filter(|_| !done.timed_out && !outcome.stopped.is_empty()) {
+        Some(value) => {
+            done.timed_out = true;
+            done.notes.push(format!(
+                "go test's own -timeout={value}, set a little below what docdex's timeout left so that go names the tests it stops, stopped {}: {}",
+                crate::engine::fsutil::count(outcome.stopped.len(), "package"),
+                outcome.stopped.join(", ")
+            ));
+            true
+        }
+        None => false,
+    };
+    if !done.timed_out {
+        // Started and never finished in a run that ended by itself: not the hung test.
+        outcome.hung.clear();
+    }
+    by_go
+}
+
+fn run_of(part: &Part, command: &[String], exit_code: Option<i32>, outcome: &parse::Outcome) -> TestRun {
     TestRun {
         dir: part.dir.clone(),
-        command: part.command.clone(),
+        command: command.to_vec(),
         exit_code,
         passed: outcome.passed,
         failed: outcome.failed.max(outcome.failures.len() as u32),
@@ -366,6 +418,22 @@ mod tests {
                 "status failed: the tests of 1 run did not run, as their runner is missing",
             ]
         );
+    }
+
+    #[test]
+    fn go_test_gets_a_timeout_a_little_below_what_is_left() {
+        let cmd = |c: &str| c.split(' ').map(str::to_string).collect::<Vec<_>>();
+        let go = cmd("go test -v ./...");
+        let with = |secs: u64| {
+            let (c, v) = with_go_timeout(&go, Duration::from_secs(secs));
+            (c.join(" "), v)
+        };
+        assert_eq!(with(10), ("go test -v -timeout=7s ./...".into(), Some("7s".into())));
+        assert_eq!(with(100).0, "go test -v -timeout=90s ./...");
+        // Past go's own 10 minutes, and with too little left, go's default stays.
+        assert_eq!(with(3600), ("go test -v ./...".into(), None));
+        assert_eq!(with(3).1, None);
+        assert_eq!(with_go_timeout(&cmd("pytest -q"), Duration::from_secs(60)).1, None);
     }
 
     #[test]
