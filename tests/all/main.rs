@@ -4,6 +4,7 @@
 mod architecture;
 mod audit;
 mod batch;
+mod boundaries;
 mod cancel;
 mod chat;
 mod chat_no_model;
