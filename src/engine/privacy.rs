@@ -12,6 +12,7 @@
 //! corpus and the false positives on real repositories).
 
 mod assign;
+mod layout;
 mod pem;
 mod phrase;
 

@@ -6,16 +6,18 @@
 //! of the plain-word and short shapes of [`phrase`]) and not be a placeholder (`""`,
 //! `changeme`, `${VAR}`, `<your-token>`, `xxx`).
 
+use super::layout;
 use super::phrase::{self, passphrase_words, placeholder};
 use regex::Regex;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-/// The last word of a name that holds a secret; the name must end with one.
-const NAME: &str = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|secret[_-]?key|auth[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|credentials?)";
+/// The last word of a name that holds a secret; the name must end with one. `pass` and `pwd`
+/// only as the last part of a longer name (`DB_PASS`, `MYSQL_PWD`; [`short_name_ok`]).
+const NAME: &str = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|secret[_-]?key|auth[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|credentials?|pass|pwd)";
 
 /// Words every match needs, lowercased: the pre-test that spares compiling the pattern.
-const NEEDLES: &[&str] = &["pass", "secret", "token", "key", "credential"];
+const NEEDLES: &[&str] = &["pass", "pwd", "secret", "token", "key", "credential"];
 
 /// Words that may follow a secret's name in a sentence before more words and `is` / `was`:
 /// "the password *for* the admin account is ...", "the token *used* by CI was ...".
@@ -55,8 +57,13 @@ fn pattern() -> Option<&'static Regex> {
 /// sentence: every match of the pattern has one of them). "key" alone is in most code; compiling
 /// the pattern costs ~0.75 ms, which a one-shot `docdex search` pays only when a snippet needs it.
 pub fn may_match(text: &str) -> bool {
+    // memchr's SIMD search, each needle's searcher built once: `str::match_indices` made each
+    // needle a slower scan of its own, and this runs on every snippet.
+    static FINDERS: OnceLock<Vec<memchr::memmem::Finder<'static>>> = OnceLock::new();
+    let finders = FINDERS.get_or_init(|| NEEDLES.iter().map(|n| memchr::memmem::Finder::new(n.as_bytes())).collect());
     let lower = text.to_ascii_lowercase();
-    NEEDLES.iter().any(|n| lower.match_indices(n).any(|(i, _)| separator_follows(&lower.as_bytes()[i + n.len()..])))
+    let b = lower.as_bytes();
+    finders.iter().any(|f| f.find_iter(b).any(|i| separator_follows(&b[i + f.needle().len()..])))
 }
 
 /// After the rest of a name's word (`word` of `password`), an optional closing quote and blanks:
@@ -101,10 +108,29 @@ pub fn values(text: &str) -> Vec<Range<usize>> {
         if out.last().is_some_and(|r| v.start() < r.end) {
             continue;
         }
+        if !short_name_ok(name.as_str(), sep.as_str()) {
+            continue;
+        }
         let m = Matched { name, sep, v, after: c.name("after").map_or("", |m| m.as_str()) };
         out.extend(secret_value(text, &m));
     }
     out
+}
+
+/// A name ending in `pass` or `pwd` names a password only as an environment variable's: in
+/// capitals, the last part of a longer name after `_` (`DB_PASS`, `SMTP_PASS`, `MYSQL_PWD`), and
+/// never in a sentence. `bypass`, `PWD` (the working directory), "the first pass is ..." and a
+/// lower-case name (`force_pass: true/false`, `render_pass`: a test's or a compiler's pass) are
+/// not passwords.
+fn short_name_ok(name: &str, sep: &str) -> bool {
+    let name = name.trim_matches(['"', '\'']);
+    let Some(prefix) = name.strip_suffix("PASS").or_else(|| name.strip_suffix("PWD")) else {
+        let lower = name.to_ascii_lowercase();
+        return !lower.ends_with("pass") && !lower.ends_with("pwd");
+    };
+    let sentence = sep.trim_start().starts_with(|c: char| c.is_ascii_alphabetic());
+    let capitals = prefix.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    !sentence && capitals && prefix.len() > 1 && prefix.ends_with('_')
 }
 
 /// One match of the pattern: the name, the separator (with its blanks, or a sentence's words up
@@ -215,11 +241,14 @@ fn passphrase(text: &str, m: &Matched, before: &str) -> Option<Range<usize>> {
     ok.then(|| m.v.start()..m.v.start() + value.len())
 }
 
-/// One bare lower-case word as a password's YAML value ([`phrase::yaml_word`]), the line holding
-/// only the name (after an optional list `-`), the `:` and the word, a comment allowed. A line
-/// inside an object literal of code reads the same (`  password: digest` as the last field of
-/// `User.create({ email, password: digest })`), so the line before must not end a field or
-/// open a literal (`,`, `{`, `(`, `[`) and the line after must not close one.
+/// One bare word as a password's YAML value ([`phrase::yaml_word`]), the line holding only the
+/// name (after an optional list `-`), the `:` and the word, a comment allowed. A line inside an
+/// object literal of code reads the same (`  password: digest` as the last field of
+/// `User.create({ email, password: digest })`), so the bracket around it must not be code's
+/// ([`layout::in_code_literal`]: YAML's `env: {` flow mapping is not). A capitalised word is a
+/// typed field's in a class (`    password: Secret`) unless YAML is around it
+/// ([`layout::yaml_around`]), and after a capitalised name it is a document's field
+/// (`Password: Optional`, `Password: Swordfish`).
 fn yaml_word(text: &str, m: &Matched, before: &str) -> Option<Range<usize>> {
     let head = before.trim();
     let between = &text[m.name.end()..m.sep.start()];
@@ -231,10 +260,11 @@ fn yaml_word(text: &str, m: &Matched, before: &str) -> Option<Range<usize>> {
     let rest = &text[m.v.end()..line_end];
     let whole = rest.trim().is_empty() || (rest.starts_with([' ', '\t']) && rest.trim_start().starts_with('#'));
     let line_start = m.name.start() - before.len();
-    let above = text[..line_start].lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    let below = text.get(line_end + 1..).and_then(|t| t.lines().map(str::trim).find(|l| !l.is_empty()));
-    let in_literal = above.ends_with([',', '{', '(', '[']) || below.is_some_and(|l| l.starts_with(['}', ')', ']']));
-    (whole && !in_literal && !echoes_name(v, name)).then(|| m.v.range())
+    let capital = v.starts_with(|c: char| c.is_ascii_uppercase());
+    let title_name = name.starts_with(|c: char| c.is_ascii_uppercase()) && name.bytes().any(|b| b.is_ascii_lowercase());
+    let typed = capital && (title_name || !layout::yaml_around(text, line_start));
+    let ok = whole && !typed && !layout::in_code_literal(text, line_start, line_end) && !echoes_name(v, name);
+    ok.then(|| m.v.range())
 }
 
 /// `s3_secret_access_key = 's3-secret-access-key'`: the value repeats its name (documentation).
@@ -299,8 +329,7 @@ fn path_or_url(v: &str) -> bool {
 /// (`password: ...` to the end of the line, with a digit), or when it mixes both cases and digits.
 fn bare_ok(v: &str, a: &Assignment) -> bool {
     let c = Classes::of(v);
-    if v.len() < 8
-        || v.starts_with(['$', '%', '&', '*', '@', '!', '-', '#', '.', ':', '|'])
+    if v.starts_with(['$', '%', '&', '*', '@', '!', '-', '#', '.', ':', '|'])
         || path_or_url(v)
         || a.after.starts_with(['(', '[', '.'])
         || rust_syntax(v, a)
@@ -310,6 +339,9 @@ fn bare_ok(v: &str, a: &Assignment) -> bool {
         || env_name(v)
     {
         return false;
+    }
+    if v.len() < 8 {
+        return short_bare(v, a);
     }
     let identifier = v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
     let env_style = a.sep == "=" && a.name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
@@ -352,7 +384,8 @@ fn config_value(v: &str, a: &Assignment) -> bool {
     (whole_line && (has_digit || lone_word_line(v, a))) || (field_end && (quoted_or_field || dsn_field))
 }
 
-/// A whole `key=value` line, not indented, whose value is one word of 10 or more letters,
+/// A whole `key=value` line, not indented, whose value is one word of 10 or more letters (8 or
+/// more with `=` without blanks, not a form's or a setting's word: `password=swordfish`),
 /// lower-case, capitalised or in capitals (`password=correcthorse`, `password = CorrectHorse`,
 /// `db.password = letmeinplease`): how `.env`, `.ini`, `.properties` and shell files hold a
 /// passphrase. Indented, the same line is a keyword argument on a line of its own
@@ -363,11 +396,42 @@ fn lone_word_line(v: &str, a: &Assignment) -> bool {
     const SETTINGS: &[&str] =
         &["environment", "interactive", "unspecified", "notrequired", "optional", "disabled", "notimplemented"];
     let lower_camel = v.starts_with(|c: char| c.is_ascii_lowercase()) && v.bytes().any(|b| b.is_ascii_uppercase());
+    // `=` without blanks is a config file's or a shell's (`password=swordfish`); with blanks,
+    // code's assignment too (`password = default`), so the word must be long.
+    let min = if a.sep == "=" { 8 } else { 10 };
     !a.before.starts_with([' ', '\t'])
-        && v.len() >= 10
+        && v.len() >= min
+        && (v.len() >= 10 || phrase::plain_value(v))
         && v.bytes().all(|b| b.is_ascii_alphabetic())
         && !lower_camel
         && !SETTINGS.contains(&v.to_ascii_lowercase().as_str())
+}
+
+/// A bare value of 3 to 7 characters on a whole `NAME=value` line, `=` without blanks
+/// (`PASSWORD=hunter2`, `DB_PASS=letmein`, `export SECRET_KEY=dev`, `db.password=tiger`): how
+/// `.env`, shell and `.properties` files hold a short password. The name in capitals (an
+/// environment variable's) or, unindented, any name (`password=hunter2`: indented, a keyword
+/// argument on a line of its own). A password's, a secret's or a key's name, not a token's (a
+/// real token is longer) nor credentials; letters, or letters with digits or symbols (digits
+/// alone, 4 or more, for a password's name: `PASSWORD=1234`, not `MAX_PASS=3`), not a setting's,
+/// a type's or a form's word (`PASSWORD=auto`, `SECRET=yes`), a placeholder or a name's echo.
+fn short_bare(v: &str, a: &Assignment) -> bool {
+    let lower_name = a.name.to_ascii_lowercase();
+    let env_style = a.name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    let whole = matches!(a.before.trim(), "" | "export" | "set")
+        && (env_style || !a.before.starts_with([' ', '\t']))
+        && (a.rest.trim().is_empty() || (a.rest.starts_with([' ', '\t']) && a.rest.trim_start().starts_with('#')));
+    let named = !["token", "credential", "credentials"].iter().any(|w| lower_name.ends_with(w));
+    let digits = v.bytes().all(|b| b.is_ascii_digit());
+    let shape = match digits {
+        true => v.len() >= 4 && phrase::password_name(a.name),
+        false => {
+            v.len() >= 3
+                && v.bytes().any(|b| b.is_ascii_alphabetic())
+                && !SECRET_WORDS.iter().any(|w| v.to_ascii_lowercase().contains(w))
+        }
+    };
+    a.sep == "=" && whole && named && shape && phrase::plain_value(v)
 }
 
 /// A value a sentence gives a secret's name (`the admin password is hunter2hunter2`,
@@ -505,6 +569,8 @@ mod tests {
             ("export password=correcthorse", "correcthorse"),
             ("db.password = letmeinplease  # rotated monthly", "letmeinplease"),
             ("password=Correcthorse", "Correcthorse"),
+            // `=` without blanks: 8 letters are enough (`.env`, shell, `.properties`).
+            ("password=letmeinnn", "letmeinnn"),
         ] {
             assert_eq!(masked(text), [want], "{text}");
         }
@@ -522,9 +588,64 @@ mod tests {
             // Indented: a keyword argument on a line of its own; a setting's word; too short.
             "    password=correcthorse",
             "password=interactive",
-            "password=letmeinnn",
+            "password = letmeinnn",
             "credentials=environment",
             "the password=hunter2hunter2 in prose",
+        ] {
+            assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
+        }
+    }
+
+    /// A bare value under 8 characters (`PASSWORD=hunter2`) was passed over, and a name ending
+    /// in `_PASS` or `_PWD` (`DB_PASS=tr0ub4dor`) was not a secret's name. On a whole `NAME=value`
+    /// line, `=` without blanks, both are a password now; a setting, a flag, a count, a
+    /// reference, a keyword argument and a variable are not.
+    #[test]
+    fn short_bare_values_and_short_names_on_config_lines_are_found() {
+        for (text, want) in [
+            ("PASSWORD=hunter2", "hunter2"),
+            ("DB_PASS=tr0ub4dor", "tr0ub4dor"),
+            ("PASSWORD=letmein", "letmein"),
+            ("export DB_PASSWORD=tiger", "tiger"),
+            ("password=hunter2", "hunter2"),
+            ("db.password=swordfish", "swordfish"),
+            ("MYSQL_PWD=s3cr3t", "s3cr3t"),
+            ("SMTP_PASS=hunter2  # local only", "hunter2"),
+            ("SECRET_KEY=dev", "dev"),
+            ("PASSWORD=1234", "1234"),
+            ("    REDIS_PASSWORD=guest", "guest"),
+        ] {
+            assert_eq!(masked(text), [want], "{text}");
+        }
+        for text in [
+            "PASSWORD=auto",
+            "PASSWORD=yes",
+            "PASSWORD=true",
+            "PASSWORD=$DB_PASSWORD",
+            "PASSWORD=xxx",
+            "PASSWORD=<password>",
+            "PASSWORD=password",
+            "SECRET_KEY=key",
+            "MAX_PASS=3",
+            "NUM_PASS=1000",
+            "USE_PASSWORD=1",
+            "BYPASS=hunter2",
+            "bypass=hunter2",
+            "COMPASS=north",
+            "PWD=/home/app",
+            "first_pass = hunter2",
+            "render_pass = \"shadow\"",
+            "//!   force_pass: true/false",
+            "db.pass=hunter2",
+            "the first pass is hunter2x9",
+            "    password=hunter2",
+            "  password=tiger,",
+            "connect(password=hunter2)",
+            "password = hunter2",
+            "password = swordfish",
+            "GITHUB_TOKEN=abc",
+            "TOKEN=eof",
+            "password=prompt",
         ] {
             assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
         }
@@ -646,6 +767,8 @@ mod tests {
             "Token used by CI was: f9a8",
             "the secret\tof it\tis\tx",
             "  password = Correct Horse Battery",
+            "DB_PASS=tr0ub4dor",
+            "MYSQL_PWD=s3cr3t",
         ];
         for text in texts {
             assert!(re.is_match(text), "the pattern should match {text}");

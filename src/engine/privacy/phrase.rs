@@ -86,6 +86,29 @@ pub fn in_sentence(text: &str, name: &str, start: usize) -> Option<std::ops::Ran
     (ends && plain_passphrase(phrase)).then(|| start..start + phrase.len())
 }
 
+/// Whether a name is a token's, a secret's or a key's that a person may give words to
+/// (`api_token`, `SECRET`, `client_secret`, `secret_key`, `apiKey`): not credentials (`fetch`'s
+/// `credentials: "same origin"` is a mode), not a bare `token` nor one a parser, a lexer or a
+/// flag names (`token`, `next_token`, `COMMENT_TOKEN`, `is_secret`, `show_secret`: a lexer's
+/// kind, a switch).
+pub fn credential_name(name: &str) -> bool {
+    const NOT_QUALIFIERS: &str = concat!(
+        "next prev previous cur curr current last first peek lookahead start end open close sep eof ",
+        "expected actual input output this self tmp temp is has use show hide no with need needs ",
+        "require raw new old comment string number ident identifier keyword operator punct space ",
+        "whitespace newline indent dedent literal symbol char word text kind",
+    );
+    let name = name.trim_matches(['"', '\'']);
+    let lower = name.to_ascii_lowercase();
+    if lower.ends_with("credential") || lower.ends_with("credentials") || password_name(name) {
+        return false;
+    }
+    let Some(word) = ["token", "secret", "key"].into_iter().find(|w| lower.ends_with(w)) else { return false };
+    let prefix = lower[..lower.len() - word.len()].trim_end_matches(['_', '-', '.']);
+    let qualifier = prefix.rsplit(['_', '-', '.']).next().unwrap_or("");
+    !NOT_QUALIFIERS.split(' ').any(|w| w == qualifier) && (word != "token" || !prefix.is_empty())
+}
+
 /// Words a single quoted value of a password's name is when it is not a password: a type, a
 /// validation rule, a mode, a hash's name, a strength (`password: "string"`,
 /// `'password' => 'required'`, `password = "prompt"`, `password: "bcrypt"`).
@@ -121,6 +144,13 @@ fn listed(lower: &str) -> bool {
     [DESCRIBING, VERBS, NOT_PASSWORDS, NOT_SECRETS].iter().any(|list| list.split(' ').any(|w| w == lower))
 }
 
+/// A short or lone bare value that may be a password (`hunter2`, `swordfish`): a word of no
+/// character of code or of a path, not a sentence's, a label's, a type's, a setting's or a
+/// form's word (`auto`, `yes`, `optional`, `string`), not a placeholder.
+pub fn plain_value(v: &str) -> bool {
+    plain_word(v, true) && !listed(&v.to_ascii_lowercase()) && !placeholder(v)
+}
+
 /// After a quoted value, the rest of its line says the statement ends with it (`,`, `;`, `}`,
 /// `)`, a comment): `password: "hidden" | "shown"` is a type.
 fn statement_ends(tail: &str) -> bool {
@@ -129,14 +159,17 @@ fn statement_ends(tail: &str) -> bool {
 }
 
 /// Two plain words as a password's whole value (`password: correct horse`,
-/// `passphrase = "purple monkey"`, `DB_PASSWORD=tiger lily`): a password's name only (a token or
-/// a secret of two words is a message: `token = Bearer abc`), 3 to 24 ASCII letters each and 8
+/// `passphrase = "purple monkey"`, `DB_PASSWORD=tiger lily`), or two lower-case words as a
+/// token's, a secret's or a key's (`api_token = "correct horse"`, `SECRET=blue velvet`; see
+/// [`credential_name`]: `token = Bearer abc` and a form's `token: "Network error"` are messages,
+/// and a message or a label starts with a capital), 3 to 24 ASCII letters each and 8
 /// or more in all, neither a word of a sentence, a label, a description, a verb, a type or a
 /// form's word nor ending as a derived word (`plain text`, `Kata sandi`, `fix typo`, `Try
 /// again`, `Special character`, `improve validation`).
 pub fn two_words(v: &str, name: &str) -> bool {
     let words: Vec<&str> = v.split_whitespace().collect();
-    password_name(name)
+    let lower = words.iter().all(|w| w.bytes().all(|b| b.is_ascii_lowercase()));
+    (password_name(name) || (credential_name(name) && lower))
         && words.len() == 2
         && words.iter().map(|w| w.len()).sum::<usize>() >= 8
         && words.iter().all(|w| {
@@ -161,7 +194,7 @@ pub fn two_words(v: &str, name: &str) -> bool {
 /// closing quote.
 pub fn short_quoted(v: &str, name: &str, tail: &str) -> bool {
     let name = name.trim_matches(['"', '\'']).to_ascii_lowercase();
-    let named = !["token", "credential", "credentials"].iter().any(|w| name.ends_with(w));
+    let named = !["token", "credential", "credentials", "pass", "pwd"].iter().any(|w| name.ends_with(w));
     let lower = v.to_ascii_lowercase();
     // The HTML attribute `accesskey="P"` is a keyboard shortcut.
     let shortcut = name.ends_with("accesskey") && v.len() == 1;
@@ -178,21 +211,34 @@ pub fn short_quoted(v: &str, name: &str, tail: &str) -> bool {
         && !placeholder(v)
 }
 
-/// One bare lower-case word given to a password's name as a YAML value (`password: swordfish`,
-/// `  db_password: letmein`, `POSTGRES_PASSWORD: postgres`): 4 to 64 letters, not a type, a
-/// mode, a rule, a label, a changelog's word or a derived word (`password: string`, `password:
-/// required`, `password: cleanup`, `password: hashed`), nor a word naming a secret itself
-/// (`password: mypassword`). Capitalised words are left out: `password: Password` and `password:
-/// SecretStr` are types, `Password: Optional` a document's. Where the line sits is the caller's
-/// to judge (a JavaScript object's last field, `password: digest`, reads the same).
+/// One bare word given to a password's name as a YAML value (`password: swordfish`,
+/// `  db_password: letmein`, `POSTGRES_PASSWORD: postgres`, `password: Swordfish`): 4 to 64
+/// letters, lower-case or capitalised, not a type, a mode, a rule, a label, a changelog's word
+/// or a derived word (`password: string`, `password: required`, `password: cleanup`,
+/// `password: hashed`), nor a word naming a secret itself (`password: mypassword`,
+/// `password: Password`). A capitalised word is also not a type's name (`Buffer`, `Optional`,
+/// `Nullable`, `Hashable`: a word ending `-able` or `-ible`); `CamelCase` is always a type's
+/// (`password: SecretStr`). Where the line sits is the caller's to judge (a JavaScript object's
+/// last field, `password: digest`, reads the same; a capitalised word needs YAML around it).
 pub fn yaml_word(v: &str, name: &str) -> bool {
+    // Python's typing names too: typeshed's stubs write `PR_EMS_AB_USER_PASSWORD: Incomplete`.
+    const TYPES: &str = concat!(
+        "buffer option maybe model schema record entity struct class unicode mixed secure protected ",
+        "private public opaque sealed final readonly nullable incomplete classvar literal union ",
+        "sequence mapping tuple frozenset annotated noreturn typealias self type callable generic ",
+        "protocol typeddict",
+    );
+    let lower = v.to_ascii_lowercase();
+    let capital = v.starts_with(|c: char| c.is_ascii_uppercase());
     password_name(name)
         && (4..=64).contains(&v.len())
-        && v.bytes().all(|b| b.is_ascii_lowercase())
+        && v.bytes().all(|b| b.is_ascii_alphabetic())
+        && v.bytes().skip(1).all(|b| b.is_ascii_lowercase())
         && plain_word(v, false)
-        && !listed(v)
-        && !derived(v)
-        && !["pass", "pwd", "secret", "token", "cred"].iter().any(|w| v.contains(w))
+        && !listed(&lower)
+        && !derived(&lower)
+        && !(capital && (TYPES.split(' ').any(|w| w == lower) || lower.ends_with("able") || lower.ends_with("ible")))
+        && !["pass", "pwd", "secret", "token", "cred"].iter().any(|w| lower.contains(w))
         && !placeholder(v)
 }
 
@@ -426,6 +472,13 @@ mod tests {
             ("  \"password\": \"purple monkey\",", "purple monkey"),
             ("    'password' => 'Autumn Lantern',", "Autumn Lantern"),
             ("db_password: copper kettle  # rotated in March", "copper kettle"),
+            // Two lower-case words given to a token's, a secret's or a key's name.
+            ("api_token = \"correct horse\"", "correct horse"),
+            ("SECRET=blue velvet", "blue velvet"),
+            ("  client_secret: velvet meadow", "velvet meadow"),
+            ("export API_TOKEN=\"copper kettle\"", "copper kettle"),
+            ("  \"secret_key\": \"purple monkey\",", "purple monkey"),
+            ("refreshToken: \"silver falcon\"", "silver falcon"),
         ] {
             assert_eq!(masked(text), [want], "{text}");
         }
@@ -448,6 +501,20 @@ mod tests {
             "token: refresh tokens",
             "password = new String",
             "conn = connect(password=\"purple monkey\")",
+            // A token's or a secret's words: a lexer's kind, a label, a message, a subject.
+            "token_type = \"bearer token\"",
+            "token = \"line comment\"",
+            "next_token = \"block comment\"",
+            "COMMENT_TOKEN = \"line comment\"",
+            "TOKEN=blue velvet",
+            "  token: \"Network failure\"",
+            "api_token = \"Correct Horse\"",
+            "  secret: \"Client secret\"",
+            "secret: purple monkey",
+            "token: expiry bugfix",
+            "  credentials: \"same origin\"",
+            "  is_secret: \"very much\"",
+            "  secret_key: from vault",
         ] {
             assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
         }
@@ -499,7 +566,8 @@ mod tests {
     /// One bare lower-case word as a password's YAML value (`password: swordfish`) was passed
     /// over: a bare value needed a digit. It is masked now, unless it is a type, a mode, a
     /// rule, a derived or a changelog's word, names a secret itself, or sits in an object
-    /// literal of code (the line before ends a field or opens the literal).
+    /// literal of code (`layout::in_code_literal`). A capitalised word (`password: Swordfish`)
+    /// is masked too where YAML is around it (`layout::yaml_around`).
     #[test]
     fn a_bare_word_in_yaml_is_found() {
         for (text, want) in [
@@ -509,6 +577,15 @@ mod tests {
             ("      POSTGRES_PASSWORD: postgres", "postgres"),
             ("  passwd: hunter  # default", "hunter"),
             ("database:\n  user: app\n  password: guest\n  host: db.internal", "guest"),
+            // Capitalised, with YAML around it (or nothing, unindented).
+            ("password: Swordfish", "Swordfish"),
+            ("- password: Sunshine", "Sunshine"),
+            ("database:\n  user: app\n  password: Swordfish", "Swordfish"),
+            ("db:\n  port: 5432\n  password: Letmein", "Letmein"),
+            // YAML's flow mapping and a comment ending with `,` are not code's object literal.
+            ("env: {\n  user: app,\n  password: swordfish\n}", "swordfish"),
+            ("# users, admins,\npassword: swordfish", "swordfish"),
+            ("servers:\n  - { name: a, port: 80 }\npassword: swordfish", "swordfish"),
         ] {
             assert_eq!(masked(text), [want], "{text}");
         }
@@ -530,6 +607,22 @@ mod tests {
             "const creds = {\n  username: name,\n  password: pwd\n};",
             "login(\n  password: swordfish\n)",
             "interface User {\n  email: string\n  password: string\n}",
+            // Capitalised: a typed field, a type's name, a document's field.
+            "    password: Swordfish",
+            "class Settings(BaseModel):\n    user: str\n    password: Credential",
+            "class Login:\n    username: str\n    password: Masked",
+            "interface Login {\n  user: User\n  password: Hashed\n}",
+            "try:\n    password: Swordfish",
+            "password: Buffer",
+            "password: Configurable",
+            "password: Optional",
+            "password: Encrypted",
+            "PR_EMS_AB_USER_PASSWORD: Incomplete",
+            // Code's object literals, opened above or closed below.
+            "const config = {\n  db: {\n    user: app,\n    password: swordfish\n  }\n};",
+            "module.exports = {\n  user: name,\n  password: swordfish\n}",
+            "  password: digest\n});",
+            "export default {\n  name: 'app',\n  // the db,\n  password: swordfish\n}",
         ] {
             assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
         }
