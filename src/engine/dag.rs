@@ -779,6 +779,14 @@ pub fn to_text(s: &DagSession) -> String {
             s.nodes.len()
         ));
     }
+    if s.nodes.is_empty() && s.session.nodes > 0 {
+        // Paging back past the oldest node (`--before` of its id or less) printed the header
+        // and nothing else, as if the session were empty (tour16 F8).
+        out.push_str(&format!(
+            "no nodes on this page: the session has {} nodes, none before the `--before` given (it names the oldest or an earlier id); leave it out to see the newest\n",
+            s.session.nodes
+        ));
+    }
     let start = s.nodes.first().map(|n| n.created_at_ms).unwrap_or(0);
     for n in &s.nodes {
         if n.kind == NodeKind::UserRequest && n.id != s.nodes[0].id {
@@ -944,6 +952,12 @@ mod tests {
         assert_eq!(last.nodes.iter().map(|n| n.id).collect::<Vec<_>>(), ids[..5]);
         assert_eq!((last.older_nodes, last.next_before), (0, None));
         assert!(!to_text(&last).contains("older nodes"));
+        // tour16 F8: a page before the oldest node printed the header alone.
+        let past = s.session("long", 10, Some(ids[0])).unwrap();
+        assert!(past.nodes.is_empty());
+        assert!(to_text(&past)
+            .contains("no nodes on this page: the session has 25 nodes, none before the `--before` given"));
+        assert!(!to_text(&page).contains("no nodes on this page"));
         let c2 = s.join_session(Some("chain"), None, "q").unwrap();
         let mut prev = Vec::new();
         for i in 0..4 {
