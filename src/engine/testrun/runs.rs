@@ -278,13 +278,21 @@ pub(super) fn run_parts(
 
 /// go test's command line with `-timeout` a little below `left`, the time docdex's timeout
 /// leaves it (less a tenth, 3 s to 30 s, for go to start the test binaries, print the stacks and end), and that value
-/// (`8s`); as given (and `None`) for another command, or where go's own default (10 minutes)
-/// comes first or too little is left. go's timeout panic names the tests each package was
+/// (`7s`), rounded down to whole 10 s from 20 s and 30 s from 120 s; as given (and `None`) for
+/// another command, or where go's own default (10 minutes) comes first or too little is left. go's timeout panic names the tests each package was
 /// running (`go_timeout`): killed by docdex instead, a package tested beside others named none.
 pub(super) fn with_go_timeout(command: &[String], left: Duration) -> (Vec<String>, Option<String>) {
     // Whole seconds, rounded: the few milliseconds spent before the run do not cost one.
     let left = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).saturating_add(500) / 1000;
     let secs = left.saturating_sub((left / 10).clamp(3, 30));
+    // go's test cache keys on the flag's value (go 1.19): coarse steps keep it the same from
+    // run to run though what is left for a later module varies by a few seconds.
+    let step = match secs {
+        120.. => 30,
+        20.. => 10,
+        _ => 1,
+    };
+    let secs = secs / step * step;
     if !command.starts_with(&["go".to_string(), "test".to_string()]) || secs == 0 || secs >= GO_DEFAULT_TIMEOUT {
         return (command.to_vec(), None);
     }
@@ -430,6 +438,10 @@ mod tests {
         };
         assert_eq!(with(10), ("go test -v -timeout=7s ./...".into(), Some("7s".into())));
         assert_eq!(with(100).0, "go test -v -timeout=90s ./...");
+        assert_eq!(with(600).1.as_deref(), Some("570s"));
+        // What is left for a later module: the same value for a few seconds more or less.
+        assert_eq!((with(588).1, with(592).1), (Some("540s".into()), Some("540s".into())));
+        assert_eq!(with(25).1.as_deref(), Some("20s"));
         // Past go's own 10 minutes, and with too little left, go's default stays.
         assert_eq!(with(3600), ("go test -v ./...".into(), None));
         assert_eq!(with(3).1, None);
