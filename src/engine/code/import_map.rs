@@ -79,15 +79,36 @@ pub struct Mapping {
     pub confidence: Option<f32>,
 }
 
+/// The most a hints file (`docdex.import_map.json`, `docdex.import_traces.jsonl`) may hold.
+pub const MAX_HINT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The text of the hints file `name` at the repository's root, read as every repository file
+/// is (no link followed, a regular file only, at most [`MAX_HINT_BYTES`]): `Ok(None)` when
+/// absent, `Err` with why it is not read. A plain read followed links: a hints file linked to
+/// a file outside the repository had that file's lines parsed and quoted in the graph's
+/// warnings, one linked to `/dev/zero` was read until memory ran out, a FIFO waited on for ever.
+pub fn read_hint_file(root: &Path, name: &str) -> Result<Option<String>, String> {
+    use crate::engine::fsutil;
+    match fsutil::read_repo_file_capped(root, name, MAX_HINT_BYTES) {
+        Ok(Some(bytes)) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+        Ok(None) => Err(format!("it is over the {} MiB a hints file may hold", MAX_HINT_BYTES >> 20)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if fsutil::is_symlink_refusal(&e) => Err(
+            "it is a symbolic link, and docdex reads it only as a regular file of the repository (a link may lead out of it)"
+                .to_string(),
+        ),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 impl ImportMap {
     /// Reads `docdex.import_map.json` at `root`: `(None, [])` when absent, `(None, [warning])`
     /// when unreadable or invalid.
     pub fn load(root: &Path) -> (Option<ImportMap>, Vec<String>) {
-        let path = root.join(FILE_NAME);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (None, Vec::new()),
-            Err(e) => return (None, vec![format!("cannot read {FILE_NAME}: {e}; import hints ignored")]),
+        let text = match read_hint_file(root, FILE_NAME) {
+            Ok(Some(t)) => t,
+            Ok(None) => return (None, Vec::new()),
+            Err(why) => return (None, vec![format!("cannot read {FILE_NAME}: {why}; import hints ignored")]),
         };
         match serde_json::from_str::<ImportMap>(&text) {
             Ok(map) if map.version != 1 => (

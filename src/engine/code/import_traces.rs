@@ -58,13 +58,17 @@ struct Line {
 pub fn load(root: &Path, state_dir: Option<&Path>, known: &BTreeSet<String>) -> (Vec<TraceEdge>, Vec<String>) {
     let mut edges = Vec::new();
     let mut warnings = Vec::new();
-    let files = std::iter::once(root.join(REPO_FILE)).chain(state_dir.map(|d| d.join(STATE_FILE)));
-    for path in files {
-        let text = match std::fs::read(&path) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                warnings.push(format!("{}: cannot read import traces: {e}", path.display()));
+    let files = std::iter::once((root.join(REPO_FILE), true)).chain(state_dir.map(|d| (d.join(STATE_FILE), false)));
+    for (path, in_repo) in files {
+        let read = match in_repo {
+            true => super::import_map::read_hint_file(root, REPO_FILE),
+            false => read_state_file(&path),
+        };
+        let text = match read {
+            Ok(Some(text)) => text,
+            Ok(None) => continue,
+            Err(why) => {
+                warnings.push(format!("{}: cannot read import traces: {why}", path.display()));
                 continue;
             }
         };
@@ -77,6 +81,19 @@ pub fn load(root: &Path, state_dir: Option<&Path>, known: &BTreeSet<String>) -> 
         }
     }
     (edges, warnings)
+}
+
+/// The state directory's traces (docdex's own folder): a regular file of at most
+/// [`super::import_map::MAX_HINT_BYTES`], `Ok(None)` when absent.
+fn read_state_file(path: &Path) -> Result<Option<String>, String> {
+    let max = super::import_map::MAX_HINT_BYTES;
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.to_string()),
+        Ok(m) if !m.is_file() => Err("not a regular file".to_string()),
+        Ok(m) if m.len() > max => Err(format!("it is over the {} MiB a hints file may hold", max >> 20)),
+        Ok(_) => Ok(crate::engine::fsutil::read_regular_text(path, None, max)),
+    }
 }
 
 /// One line: `Ok(None)` for blank lines and `#` comments.

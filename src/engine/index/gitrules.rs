@@ -30,9 +30,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-/// Name of docdex's own ignore file (here, below the walk, so both the walk and these rules
-/// name it; `walk::DOCDEX_IGNORE` is this).
-pub const DOCDEX_IGNORE: &str = ".docdexignore";
+/// Name of docdex's own ignore file (`walk::DOCDEX_IGNORE` is this; defined with the other
+/// ignore files' names in [`super::rule_files`]).
+pub use super::rule_files::DOCDEX_IGNORE;
+
+/// How much of a `.git` file is read: its `gitdir:` line (git's own bound is a page).
+const GITFILE_BYTES: u64 = 4096;
 
 /// How deep `.git/modules/` is searched for submodules (nested ones, names with slashes).
 const MAX_MODULE_DEPTH: usize = 12;
@@ -227,7 +230,11 @@ impl Plain {
         if let Some(known) = self.cache.read().ok().and_then(|c| c.get(dir).cloned()) {
             return known;
         }
-        let gi = matcher(dir, &dir.join(".gitignore")).map(Arc::new);
+        let file = dir.join(".gitignore");
+        let gi = super::rule_files::Inside::new(&self.root)
+            .readable(&file)
+            .then(|| matcher(dir, &file).map(Arc::new))
+            .flatten();
         if let Ok(mut cache) = self.cache.write() {
             cache.insert(dir.to_path_buf(), gi.clone());
         }
@@ -287,10 +294,11 @@ pub fn global_files() -> Vec<PathBuf> {
 /// before `info/exclude` and `core.excludesFile` in git's order (and in the crate's, whose
 /// `.docdexignore` and `.ignore` come first). Only asked for an entry the extra rules exclude.
 fn taken_back(path: &Path, is_dir: bool, top: &Path) -> bool {
+    let inside = super::rule_files::Inside::new(top);
     for name in [DOCDEX_IGNORE, ".ignore", ".gitignore"] {
         for dir in path.ancestors().skip(1).take_while(|d| d.starts_with(top)) {
             let file = dir.join(name);
-            if !file.is_file() {
+            if !file.is_file() || !inside.readable(&file) {
                 continue;
             }
             let (gi, _) = Gitignore::new(&file);
@@ -331,7 +339,15 @@ fn crate_resolves(top: &Path) -> bool {
 
 /// The `gitdir:` a `.git` file names, as written.
 fn gitdir_line(top: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(top.join(".git")).ok()?;
+    use std::io::Read;
+    // A regular file only, and its first KiB: a `.git` linked to `/dev/zero` or a FIFO (an
+    // unpacked archive can hold either) was read to its end, or waited on for ever.
+    let file = top.join(".git");
+    if !std::fs::metadata(&file).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::open(&file).ok()?.take(GITFILE_BYTES).read_to_string(&mut text).ok()?;
     let line = text.lines().next()?.strip_prefix("gitdir:")?.trim();
     (!line.is_empty()).then(|| PathBuf::from(line))
 }

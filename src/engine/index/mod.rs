@@ -17,6 +17,7 @@ pub mod generation;
 mod gitconfig;
 pub mod gitrules;
 pub mod manifest;
+pub mod rule_files;
 pub mod schema;
 pub mod served;
 pub mod sources;
@@ -584,7 +585,11 @@ impl IndexSession {
         for warning in &missing {
             tracing::debug!("{warning}"); // the summary carries it to every surface
         }
-        self.walk_sources(scope, threads, &mut walked, &mut prefixes);
+        // A root whose ignore files must not be read was not walked: its files are not gone.
+        if let Some(why) = walked.refused_root.take() {
+            return Err(Error::BadRequest(format!("{why}; its index is kept as it was")));
+        }
+        self.walk_sources(scope, threads, &mut walked, &mut prefixes)?;
         tracing::debug!(files = walked.files.len(), ms = started.elapsed().as_millis() as u64, "walk done");
         self.check_root()?;
 
@@ -627,7 +632,13 @@ impl IndexSession {
 
     /// Walks every source folder that is present under `scope`, adding its files and issues
     /// (under their source keys) to `walked`, and the key prefixes it looked at to `prefixes`.
-    fn walk_sources(&self, scope: &Scope, threads: usize, walked: &mut walk::WalkOutput, prefixes: &mut Vec<String>) {
+    fn walk_sources(
+        &self,
+        scope: &Scope,
+        threads: usize,
+        walked: &mut walk::WalkOutput,
+        prefixes: &mut Vec<String>,
+    ) -> Result<()> {
         for src in self.sources.iter().filter(|s| !sources::is_missing(s)) {
             let globs = walk::Globs { include: &src.include, exclude: &src.exclude };
             let (src_starts, src_gone) = match scope {
@@ -641,6 +652,9 @@ impl IndexSession {
                 Scope::Full => walk::walk_with(&src.path, &self.cfg, threads, globs),
                 Scope::Paths(_) => walk::walk_paths(&src.path, &src_starts, &self.cfg, threads, globs),
             };
+            if let Some(why) = w.refused_root.take() {
+                return Err(Error::BadRequest(format!("source {}: {why}; the index is kept as it was", src.name)));
+            }
             let prefix = |rel: &str| match rel {
                 "" => format!("{}{}", sources::PREFIX, src.name),
                 rel => sources::key(&src.name, rel),
@@ -657,6 +671,7 @@ impl IndexSession {
                     .map(|i| walk::WalkIssue { rel: sources::key(&src.name, &i.rel), ..i }),
             );
         }
+        Ok(())
     }
 
     /// The walked files that are new or changed since the manifest (size or mtime differ, or the

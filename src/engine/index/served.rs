@@ -34,6 +34,14 @@ pub enum Refusal {
         /// What to do instead (`convert it to .docx or .pdf`).
         instead: &'static str,
     },
+    /// In a folder the walk does not enter for an ignore file it must not read (a link out of
+    /// the repository, a FIFO: [`super::rule_files`]); `get` called it hidden or ignored.
+    UnreadRules {
+        /// The folder, repo-relative.
+        folder: String,
+        /// Why its ignore file is not read.
+        why: String,
+    },
     /// Bigger than `[index] max_file_size_bytes`.
     TooLarge {
         /// The file's size in bytes.
@@ -52,6 +60,9 @@ impl Refusal {
                 "hidden or ignored (a dot file or folder, `.gitignore`, `.docdexignore` or `[index] exclude`)".into()
             }
             Refusal::Unsupported { ext, .. } => format!("in an unsupported document format (.{ext})"),
+            Refusal::UnreadRules { folder, why } => {
+                format!("in the folder {folder}, which docdex does not walk: {why}")
+            }
             Refusal::TooLarge { size, limit } => {
                 format!("{}, over the {} limit", human_bytes(*size), human_bytes(*limit))
             }
@@ -69,6 +80,7 @@ impl Refusal {
                 format!("; {instead} to index and read it (docdex reads {})", super::files::READ_FORMATS)
             }
             Refusal::TooLarge { .. } => "; raise `[index] max_file_size_bytes` to index and read it".into(),
+            Refusal::UnreadRules { .. } => String::new(),
         }
     }
 
@@ -113,11 +125,17 @@ pub fn refusals(root: &Path, rels: &[String], cfg: &IndexConfig) -> BTreeMap<Str
     let walked = walk::walk_paths(root, &wanted, cfg, 1, walk::Globs::default());
     let admitted: HashSet<String> = walked.files.into_iter().map(|c| c.rel).collect();
     // What the walk met and noted instead of taking (an unsupported document), as status lists it.
-    let noted: HashSet<String> = walked.issues.into_iter().filter(|i| !i.error).map(|i| i.rel).collect();
+    let noted: HashSet<String> = walked.issues.iter().filter(|i| !i.error).map(|i| i.rel.clone()).collect();
     for (rel, _) in present {
-        if !admitted.contains(rel.as_str()) {
-            refused.insert(rel.clone(), passed_over(rel, noted.contains(rel.as_str())));
+        if admitted.contains(rel.as_str()) {
+            continue;
         }
+        let unread = walked.issues.iter().find_map(|i| {
+            let why = i.reason.strip_prefix(walk::FOLDER_NOT_WALKED)?;
+            rel.starts_with(&format!("{}/", i.rel))
+                .then(|| Refusal::UnreadRules { folder: i.rel.clone(), why: why.into() })
+        });
+        refused.insert(rel.clone(), unread.unwrap_or_else(|| passed_over(rel, noted.contains(rel.as_str()))));
     }
     refused
 }
@@ -208,7 +226,12 @@ fn ignored_by_files(root: &Path, rel: &str) -> bool {
     let mut dirs: Vec<PathBuf> =
         path.ancestors().skip(1).take_while(|d| d.starts_with(root)).map(Path::to_path_buf).collect();
     dirs.retain(|d| d.is_dir());
+    let inside = super::rule_files::Inside::new(root);
     for dir in dirs {
+        // A folder whose ignore files must not be read is not walked, so nothing in it is served.
+        if inside.refusal(&dir).is_some() {
+            return true;
+        }
         let mut b = GitignoreBuilder::new(&dir);
         if dir == root {
             b.add(root.join(".git/info/exclude"));

@@ -9,9 +9,10 @@
 //! only if every directory above it would have been entered by a full walk.
 
 use super::gitrules::GitRules;
+use super::rule_files::Inside;
 use crate::config::IndexConfig;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// A file found by the walk, with the metadata the manifest compares.
 #[derive(Debug, Clone)]
@@ -44,6 +45,9 @@ pub struct WalkOutput {
     pub files: Vec<Candidate>,
     /// Entries passed over.
     pub issues: Vec<WalkIssue>,
+    /// Why the walk did not start: an ignore file of the root (or above it) that must not be
+    /// read ([`super::rule_files`]). The walk found nothing, which says nothing was deleted.
+    pub refused_root: Option<String>,
 }
 
 /// Name of docdex's own ignore file.
@@ -59,24 +63,32 @@ pub struct Globs<'a> {
     pub exclude: &'a [String],
 }
 
-fn builder(root: &Path, start: &Path, cfg: &IndexConfig, threads: usize, globs: Globs) -> ignore::WalkBuilder {
-    builder_towards(root, start, cfg, threads, globs, None)
-}
+/// How the issue of a folder not walked for its ignore file begins (its reason's kind in
+/// status: `folder not walked`).
+pub const FOLDER_NOT_WALKED: &str = "folder not walked: ";
 
-/// [`builder`], admitting only the paths on the way to (or under) `targets` when given. Git's
-/// rules the crate misses ([`GitRules`]: a submodule's `info/exclude`, a repository-local
-/// `core.excludesFile`) are applied by the same entry filter.
-fn builder_towards(
+/// Folders a walk did not enter for an ignore file it must not read ([`super::rule_files`]),
+/// with why.
+type Refused = Arc<Mutex<Vec<(PathBuf, String)>>>;
+
+/// The walk of `root` (admitting only the paths on the way to, or under, `targets` when given)
+/// and where it notes the folders it refuses; `Err` with why when the root's own ignore files
+/// (or those above it the crate reads) must not be read. Git's rules the crate misses
+/// ([`GitRules`]: a submodule's `info/exclude`, a repository-local `core.excludesFile`) are
+/// applied by the same entry filter.
+fn builder(
     root: &Path,
-    start: &Path,
     cfg: &IndexConfig,
     threads: usize,
     globs: Globs,
     targets: Option<Targets>,
-) -> ignore::WalkBuilder {
-    let mut b = ignore::WalkBuilder::new(start);
+) -> Result<(ignore::WalkBuilder, Refused), String> {
     let inside_git = inside_git_worktree(root);
-    let rules = GitRules::load(root);
+    let inside = Inside::new(root);
+    if let Some(why) = inside.refusal_above(inside_git) {
+        return Err(why);
+    }
+    let mut b = ignore::WalkBuilder::new(root);
     b.hidden(!cfg.include_hidden)
         .git_ignore(true)
         // The user's excludes file is applied by `GitRules`, in each repository that sets no
@@ -94,29 +106,50 @@ fn builder_towards(
         .follow_links(false)
         .add_custom_ignore_filename(DOCDEX_IGNORE)
         .threads(threads);
-    // Overrides cost a glob match per entry, so they are only built when needed: `.git` is
-    // hidden (skipped by default), but must still be skipped when hidden files are included.
-    let mut built = None;
-    if cfg.include_hidden || !cfg.exclude.is_empty() || !globs.include.is_empty() || !globs.exclude.is_empty() {
-        let mut overrides = ignore::overrides::OverrideBuilder::new(root);
-        if cfg.include_hidden {
-            let _ = overrides.add("!.git/");
-        }
-        for pat in globs.include {
-            let _ = overrides.add(pat);
-        }
-        for pat in cfg.exclude.iter().chain(globs.exclude) {
-            let _ = overrides.add(&format!("!{pat}"));
-        }
-        if let Ok(o) = overrides.build() {
-            b.overrides(o.clone());
-            built = Some(o);
-        }
+    let built = overrides(root, cfg, globs);
+    if let Some(o) = &built {
+        b.overrides(o.clone());
     }
-    // Always filtered: a nested repository found anywhere brings rules of its own.
+    let refused = Refused::default();
+    b.filter_entry(entry_filter(root, cfg, GitRules::load(root), built, targets, (inside, refused.clone())));
+    Ok((b, refused))
+}
+
+/// The overrides a walk needs: `.git` skipped when hidden files are included (it is hidden,
+/// skipped by default), a source's `--include` and `--exclude`, `[index] exclude`. Built only
+/// when needed, as they cost a glob match per entry.
+fn overrides(root: &Path, cfg: &IndexConfig, globs: Globs) -> Option<ignore::overrides::Override> {
+    if !cfg.include_hidden && cfg.exclude.is_empty() && globs.include.is_empty() && globs.exclude.is_empty() {
+        return None;
+    }
+    let mut overrides = ignore::overrides::OverrideBuilder::new(root);
+    if cfg.include_hidden {
+        let _ = overrides.add("!.git/");
+    }
+    for pat in globs.include {
+        let _ = overrides.add(pat);
+    }
+    for pat in cfg.exclude.iter().chain(globs.exclude) {
+        let _ = overrides.add(&format!("!{pat}"));
+    }
+    overrides.build().ok()
+}
+
+/// Which entries the walk takes (always filtered: a nested repository found anywhere brings
+/// rules of its own): those on the way to `targets`, not docdex's home, no credential, not
+/// excluded by git's extra `rules`, and no folder whose ignore files must not be read (noted
+/// in `refused`, `Inside` judging).
+fn entry_filter(
+    root: &Path,
+    cfg: &IndexConfig,
+    rules: GitRules,
+    built: Option<ignore::overrides::Override>,
+    targets: Option<Targets>,
+    (inside, refused): (Inside, Refused),
+) -> impl Fn(&ignore::DirEntry) -> bool + Send + Sync + 'static {
     let root_owned = root.to_path_buf();
     let own_dirs = cfg.own_dirs.clone();
-    b.filter_entry(move |e| {
+    move |e| {
         if targets.as_ref().is_some_and(|t| !t.admits(&rel_path(&root_owned, e.path()))) {
             return false;
         }
@@ -126,12 +159,15 @@ fn builder_towards(
         if is_dir && own_dirs.iter().any(|d| d == e.path()) {
             return false;
         }
-        if is_credential(e.path(), is_dir) {
+        if is_credential(e.path(), is_dir) || rules.excludes(e.path(), is_dir, built.as_ref()) {
             return false;
         }
-        !rules.excludes(e.path(), is_dir, built.as_ref())
-    });
-    b
+        let Some(why) = is_dir.then(|| inside.refusal(e.path())).flatten() else { return true };
+        if let Ok(mut r) = refused.lock() {
+            r.push((e.path().to_path_buf(), why));
+        }
+        false
+    }
 }
 
 /// Folders that hold credentials, by name anywhere under a root.
@@ -206,7 +242,7 @@ pub fn walk(root: &Path, cfg: &IndexConfig, threads: usize) -> WalkOutput {
 
 /// [`walk`] with a source's globs.
 pub fn walk_with(root: &Path, cfg: &IndexConfig, threads: usize, globs: Globs) -> WalkOutput {
-    run(builder(root, root, cfg, threads, globs), root)
+    run(builder(root, cfg, threads, globs, None), root)
 }
 
 /// Walks only towards `wanted` (absolute paths inside `root`, files or directories), from the
@@ -224,7 +260,7 @@ pub fn walk_paths(root: &Path, wanted: &[PathBuf], cfg: &IndexConfig, threads: u
     if targets.wanted.contains("") {
         return walk_with(root, cfg, threads, globs);
     }
-    run(builder_towards(root, root, cfg, threads, globs, Some(targets)), root)
+    run(builder(root, cfg, threads, globs, Some(targets)), root)
 }
 
 /// Calls `visit` with every directory a full walk enters (the root included), or with `under`
@@ -233,7 +269,9 @@ pub fn walk_paths(root: &Path, wanted: &[PathBuf], cfg: &IndexConfig, threads: u
 /// entry made in it afterwards. This is how the watcher watches only what the index walks:
 /// ignored trees (`node_modules/`, `target/`, `.git/`) never get an OS watch. `globs` are a
 /// registered source's, as its index walk ([`walk_with`]) applies them (an `--exclude`d
-/// directory is not entered; `--include` never keeps a directory out).
+/// directory is not entered; `--include` never keeps a directory out). A folder the walk does
+/// not enter for an ignore file it must not read is visited too (after the walk), so replacing
+/// that file is seen; a root whose own ignore files must not be read visits nothing.
 pub fn walk_dirs(
     root: &Path,
     under: Option<&Path>,
@@ -242,15 +280,16 @@ pub fn walk_dirs(
     globs: Globs,
     visit: &(dyn Fn(&Path) + Sync),
 ) {
-    let b = match under {
+    let built = match under {
         Some(dir) if dir != root => {
             if !dir.starts_with(root) {
                 return;
             }
-            builder_towards(root, root, cfg, threads, globs, Some(Targets::new(root, &[dir.to_path_buf()])))
+            builder(root, cfg, threads, globs, Some(Targets::new(root, &[dir.to_path_buf()])))
         }
-        _ => builder(root, root, cfg, threads, globs),
+        _ => builder(root, cfg, threads, globs, None),
     };
+    let Ok((b, refused)) = built else { return };
     b.build_parallel().run(|| {
         Box::new(move |entry| {
             if let Ok(e) = entry {
@@ -262,6 +301,11 @@ pub fn walk_dirs(
             ignore::WalkState::Continue
         })
     });
+    for (dir, _) in refused.lock().map(|r| r.clone()).unwrap_or_default() {
+        if under.is_none_or(|u| dir.starts_with(u)) {
+            visit(&dir);
+        }
+    }
 }
 
 /// The changed paths of a [`walk_paths`] run, repo-relative, and every directory above them.
@@ -301,7 +345,16 @@ impl Targets {
     }
 }
 
-fn run(b: ignore::WalkBuilder, root: &Path) -> WalkOutput {
+/// Runs a walk, or answers why it could not start (nothing found, `refused_root` set); the
+/// folders it refused are issues, deliberate skips.
+fn run(built: Result<(ignore::WalkBuilder, Refused), String>, root: &Path) -> WalkOutput {
+    let (b, refused) = match built {
+        Ok(b) => b,
+        Err(why) => {
+            let issue = WalkIssue { rel: String::new(), reason: why.clone(), error: true };
+            return WalkOutput { issues: vec![issue], refused_root: Some(why), ..WalkOutput::default() };
+        }
+    };
     let out = Mutex::new(WalkOutput::default());
     b.build_parallel().run(|| {
         let out = &out;
@@ -311,6 +364,10 @@ fn run(b: ignore::WalkBuilder, root: &Path) -> WalkOutput {
         })
     });
     let mut out = out.into_inner().unwrap_or_else(|p| p.into_inner());
+    for (dir, why) in refused.lock().map(|r| r.clone()).unwrap_or_default() {
+        let reason = format!("{FOLDER_NOT_WALKED}{why}");
+        out.issues.push(WalkIssue { rel: rel_path(root, &dir), reason, error: false });
+    }
     out.files.sort_by(|a, b| a.rel.cmp(&b.rel));
     out.files.dedup_by(|a, b| a.rel == b.rel);
     out

@@ -1,0 +1,182 @@
+//! The repository's boundary against what a cloned repository can hold (tour15): ignore and
+//! hints files that are links out of it, FIFOs or `/dev/zero`; and the server's request
+//! bounds. Commands run bounded in time and memory, so a regression fails instead of hanging
+//! or taking the machine's memory.
+
+use crate::server_util::{client, eventually, Server};
+use crate::util::{git, write, Env};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs the real binary with this home under a 4 GiB address-space limit, killed after `secs`.
+fn run_bounded(env: &Env, args: &[&str], secs: u64) -> Output {
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "ulimit -v 4194304 && exec \"$0\" \"$@\"", env!("CARGO_BIN_EXE_docdex")])
+        .args(args)
+        .env("DOCDEX_HOME", env.home())
+        .env("NO_COLOR", "1")
+        .env_remove("DOCDEX_AUTH_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn docdex");
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!("docdex {args:?} still ran after {secs} s; stderr: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo takes a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo {}", path.display());
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+#[test]
+fn ignore_files_linked_out_of_the_repository_fifos_and_dev_zero_are_never_read() {
+    let env = Env::new();
+    let outside = env.repo("outside");
+    write(&outside, "rules", "*.md\nOUTSIDE-RULES-SECRET\n");
+    let repo = env.repo("r");
+    git(&repo, &["init", "-q"]);
+    write(&repo, "top.md", "kestrel at the top\n");
+    write(&repo, "shared.gitignore", "skip.md\n");
+    for dir in ["out", "fifo", "zero", "inlink"] {
+        write(&repo, &format!("{dir}/kept.md"), format!("kestrel in {dir}\n"));
+    }
+    write(&repo, "inlink/skip.md", "kestrel skipped\n");
+    std::os::unix::fs::symlink(outside.join("rules"), repo.join("out/.gitignore")).unwrap();
+    mkfifo(&repo.join("fifo/.docdexignore"));
+    std::os::unix::fs::symlink("/dev/zero", repo.join("zero/.ignore")).unwrap();
+    // A link to an ignore file inside the repository is read, as before.
+    std::os::unix::fs::symlink("../shared.gitignore", repo.join("inlink/.gitignore")).unwrap();
+    let root = repo.to_str().unwrap();
+
+    let out = run_bounded(&env, &["index", "--repo", root, "--json"], 60);
+    assert!(out.status.success(), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let skipped: Vec<(String, String)> = v["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["path"].as_str().unwrap().to_string(), s["reason"].as_str().unwrap().to_string()))
+        .collect();
+    let reason = |dir: &str| skipped.iter().find(|(p, _)| p == dir).map(|(_, r)| r.clone()).unwrap_or_default();
+    assert!(reason("out").starts_with("folder not walked: its .gitignore is a link to"), "{skipped:?}");
+    assert!(reason("out").contains("outside") && !reason("out").contains("SECRET"), "{skipped:?}");
+    assert!(reason("fifo").contains("its .docdexignore is not a regular file"), "{skipped:?}");
+    assert!(reason("zero").contains("its .ignore is a link to /dev/zero"), "{skipped:?}");
+    let search = env.json(&["search", "--repo", root, "kestrel", "--json"]);
+    let mut paths: Vec<&str> =
+        search["results"].as_array().unwrap().iter().map(|r| r["path"].as_str().unwrap()).collect();
+    paths.sort();
+    assert_eq!(paths, ["inlink/kept.md", "top.md"]);
+
+    // Served as walked: a file in such a folder is refused naming it; a path that is not there
+    // is judged by the ignore files above it, which are not read either (it waited on the FIFO).
+    let out = run_bounded(&env, &["get", "--repo", root, "out/kept.md"], 30);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("in the folder out, which docdex does not walk: its .gitignore is a link"),
+        "{}",
+        text(&out)
+    );
+    let out = run_bounded(&env, &["get", "--repo", root, "fifo/gone.md"], 30);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+
+    // The root's own: the run is refused and the index kept.
+    std::os::unix::fs::symlink("/dev/zero", repo.join(".ignore")).unwrap();
+    let out = run_bounded(&env, &["index", "--repo", root], 60);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("cannot be indexed: its .ignore is a link to /dev/zero"), "{}", text(&out));
+    assert!(text(&out).contains("its index is kept as it was"), "{}", text(&out));
+    let search = env.json(&["search", "--repo", root, "kestrel", "--json"]);
+    assert_eq!(search["results"].as_array().unwrap().len(), 2, "{search}");
+}
+
+#[test]
+fn hints_files_linked_out_of_the_repository_or_fifos_are_not_read() {
+    let env = Env::new();
+    let outside = env.repo("outside");
+    write(&outside, "map.json", r#"{"version": 1, "mappings": [{"spec": "OUTSIDE-MAP-SECRET"}]}"#);
+    write(&outside, "traces.jsonl", "{\"source\": \"OUTSIDE-TRACE-SECRET\", \"target\": \"src/b.js\"}\n");
+    let repo = env.repo("r");
+    git(&repo, &["init", "-q"]);
+    write(&repo, "src/a.js", "import { b } from './b';\nexport const a = b;\n");
+    write(&repo, "src/b.js", "export const b = 1;\n");
+    std::os::unix::fs::symlink(outside.join("map.json"), repo.join("docdex.import_map.json")).unwrap();
+    std::os::unix::fs::symlink(outside.join("traces.jsonl"), repo.join("docdex.import_traces.jsonl")).unwrap();
+    let root = repo.to_str().unwrap();
+    let out = run_bounded(&env, &["index", "--repo", root], 60);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run_bounded(&env, &["graph", "rebuild", "--repo", root], 60);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(!all.contains("SECRET"), "a file outside the repository was read: {all}");
+    assert!(all.contains("cannot read docdex.import_map.json: it is a symbolic link"), "{all}");
+    assert!(all.contains("cannot read import traces: it is a symbolic link"), "{all}");
+
+    // A FIFO (or /dev/zero) is not waited on nor read to its end.
+    std::fs::remove_file(repo.join("docdex.import_map.json")).unwrap();
+    mkfifo(&repo.join("docdex.import_map.json"));
+    std::fs::remove_file(repo.join("docdex.import_traces.jsonl")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", repo.join("docdex.import_traces.jsonl")).unwrap();
+    let out = run_bounded(&env, &["graph", "rebuild", "--repo", root], 60);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("cannot read docdex.import_map.json: not a regular file"), "{}", text(&out));
+}
+
+#[tokio::test]
+async fn a_fifo_made_an_ignore_file_while_served_leaves_the_watcher_running() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    git(&repo, &["init", "-q"]);
+    write(&repo, "a.md", "first note\n");
+    write(&repo, "sub/b.md", "ocelot in sub\n");
+    let root = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", root]).status.success());
+    let server = Server::start(&env, &["serve", "--repo", root], &[]);
+    let c = client();
+    let search = |q: &'static str| {
+        let c = c.clone();
+        let url = server.url("/v1/search");
+        async move {
+            let v: Value = c.post(url).json(&json!({"query": q})).send().await.unwrap().json().await.unwrap();
+            v["results"]
+                .as_array()
+                .map(|r| r.iter().map(|h| h["path"].as_str().unwrap_or("").to_string()).collect::<Vec<_>>())
+        }
+    };
+    eventually("sub/b.md searchable", || async { search("ocelot").await.is_some_and(|p| p == ["sub/b.md"]) }).await;
+    mkfifo(&repo.join("sub/.gitignore"));
+    // The watcher waited on the FIFO for ever (status still said watching): nothing after it
+    // was indexed.
+    eventually("sub/ left out", || async { search("ocelot").await.is_some_and(|p| p.is_empty()) }).await;
+    write(&repo, "later.md", "margay written later\n");
+    eventually("later.md searchable", || async { search("margay").await.is_some_and(|p| p == ["later.md"]) }).await;
+    let r = c.get(server.url("/v1/open?path=sub/b.md")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "path_not_served", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("in the folder sub, which docdex does not walk: its .gitignore is not a regular file"),
+        "{v}"
+    );
+    // Replacing it with a file is seen: the folder is indexed again.
+    std::fs::remove_file(repo.join("sub/.gitignore")).unwrap();
+    write(&repo, "sub/.gitignore", "nothing.md\n");
+    eventually("sub/b.md back", || async { search("ocelot").await.is_some_and(|p| p == ["sub/b.md"]) }).await;
+}
