@@ -12,6 +12,8 @@ use std::time::Duration;
 
 /// How long listing a killed test binary's tests (`--list`) may take.
 const LIST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Tests running side by side a message lists, at most.
+const MAX_LISTED: usize = 5;
 
 /// Compiler errors kept as failures, at most (a note counts the rest).
 pub(super) const MAX_BUILD_ERRORS: usize = 10;
@@ -320,14 +322,17 @@ fn side_by_side(listed: &[String], ended: &[String], threads: usize) -> Vec<Runn
     let started = listed.len().min(done + threads.max(1));
     let running: Vec<&String> = listed[..started].iter().filter(|t| !ended.contains(t.as_str())).collect();
     let all: Vec<&str> = running.iter().map(|t| t.as_str()).collect();
+    let shown = match all.len().checked_sub(MAX_LISTED) {
+        Some(more) if more > 0 => format!("{}, and {more} more", all[..MAX_LISTED].join(", ")),
+        _ => all.join(", "),
+    };
     running
         .iter()
         .map(|t| {
             let what = match all.len() {
                 1 => t.to_string(),
                 n => format!(
-                    "{t}, one of {n} tests libtest was running side by side, which names a test only when it ends ({})",
-                    all.join(", ")
+                    "{t}, one of {n} tests libtest was running side by side, which names a test only when it ends ({shown})"
                 ),
             };
             Running { name: t.to_string(), file: None, what }
@@ -401,6 +406,8 @@ mod tests {
             "b, one of 2 tests libtest was running side by side, which names a test only when it ends (b, c)"
         );
         assert_eq!(names(side_by_side(&list, &ended(&["b", "d"]), 3)), ["a", "c", "e"]);
+        let many: Vec<String> = (0..8).map(|i| format!("t{i}")).collect();
+        assert!(side_by_side(&many, &[], 8)[0].what.ends_with("(t0, t1, t2, t3, t4, and 3 more)"));
         assert!(side_by_side(&list, &list, 2).is_empty());
     }
 
