@@ -180,3 +180,31 @@ async fn a_fifo_made_an_ignore_file_while_served_leaves_the_watcher_running() {
     write(&repo, "sub/.gitignore", "nothing.md\n");
     eventually("sub/b.md back", || async { search("ocelot").await.is_some_and(|p| p == ["sub/b.md"]) }).await;
 }
+
+#[tokio::test]
+async fn an_ast_query_of_many_node_kinds_is_refused_at_once_naming_the_limit() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "src/lib.rs", "pub fn heron() {}\n");
+    let root = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", root]).status.success());
+    let server = Server::start(&env, &["serve", "--repo", root], &[]);
+    let c = client();
+    // 100,000 distinct kinds (1.5 MB): their duplicates were removed by comparing each with
+    // every other, 47 s of a worker before any answer.
+    let many: Vec<String> = (0..100_000).map(|i| format!("kind_{i}")).collect();
+    let started = Instant::now();
+    let r = c.post(server.url("/v1/ast/query")).json(&json!({"kinds": many})).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert!(v["error"]["message"].as_str().unwrap().contains("more than 64 node kinds"), "{v}");
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    let joined = many[..70].join(",");
+    let r = c.get(server.url(&format!("/v1/ast/search?kinds={joined}"))).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    // Repeating a kind is not asking for more of them.
+    let same = vec!["function_item"; 10_000];
+    let r = c.post(server.url("/v1/ast/query")).json(&json!({"kinds": same})).send().await.unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["results"][0]["path"], "src/lib.rs", "{v}");
+}

@@ -78,14 +78,21 @@ pub(crate) fn checked_limit(limit: Option<usize>, default: usize) -> Result<usiz
     }
 }
 
-fn split_kinds(kinds: &[String]) -> Vec<String> {
+fn split_kinds(kinds: &[String]) -> Result<Vec<String>> {
+    use crate::engine::limits::MAX_AST_KINDS;
     let mut out: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for k in kinds.iter().flat_map(|k| k.split(',')).map(str::trim).filter(|k| !k.is_empty()) {
-        if !out.iter().any(|o| o == k) {
+        if seen.insert(k) {
+            if out.len() == MAX_AST_KINDS {
+                return Err(Error::BadRequest(format!(
+                    "more than {MAX_AST_KINDS} node kinds: ask for at most {MAX_AST_KINDS} at once (split the search)"
+                )));
+            }
             out.push(k.to_string());
         }
     }
-    out
+    Ok(out)
 }
 
 /// The first line of each sample, read from the file on disk, trimmed and cut at 160 characters; with `redact`
@@ -255,7 +262,7 @@ impl Engine {
     /// Files containing any or all of the given Tree-sitter node kinds.
     pub fn ast_search(&self, repo_path: &Path, req: &AstSearchRequest) -> Result<AstSearchResponse> {
         let repo = self.resolve_repo(repo_path)?;
-        let kinds = split_kinds(&req.kinds);
+        let kinds = split_kinds(&req.kinds)?;
         super::ast::validate_kinds(&kinds)?;
         let reader = open_current(&repo)?;
         let limit = checked_limit(req.limit, DEFAULT_LIMIT)?;
@@ -282,7 +289,7 @@ impl Engine {
     /// Per-file match counts and sample nodes for node kinds, optionally only declarations of a name.
     pub fn ast_query(&self, repo_path: &Path, req: &AstQueryRequest) -> Result<AstQueryResponse> {
         let repo = self.resolve_repo(repo_path)?;
-        let kinds = split_kinds(&req.kinds);
+        let kinds = split_kinds(&req.kinds)?;
         super::ast::validate_kinds(&kinds)?;
         let reader = open_current(&repo)?;
         let limit = checked_limit(req.limit, DEFAULT_LIMIT)?;
