@@ -49,14 +49,34 @@ impl Auth {
 
     /// Checks an `Authorization` header value (`Bearer <token>`).
     pub fn accepts_header(&self, header: Option<&str>) -> bool {
+        self.refusal(&header.into_iter().map(Some).collect::<Vec<_>>()).is_none()
+    }
+
+    /// Why a request carrying these `Authorization` fields (their values; `None` for one that
+    /// is not text) is refused, if it is: no field, more than one, not a bearer token, or not
+    /// this server's token. The message never repeats what was sent but a scheme's name. It was
+    /// one "missing or wrong token" for all, and with two fields only the first counted.
+    pub fn refusal(&self, fields: &[Option<&str>]) -> Option<String> {
+        const SEND: &str = "send `Authorization: Bearer <token>` with the token the server was started with (DOCDEX_AUTH_TOKEN, [server] auth_token or --auth-token)";
         if !self.required() {
-            return true;
+            return None;
         }
-        let token = header.and_then(|h| {
-            let (scheme, rest) = h.trim().split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
-        });
-        self.accepts(token)
+        let field = match fields {
+            [] => return Some(format!("this server requires a token: {SEND}")),
+            [one] => one.map(str::trim),
+            many => return Some(format!("the request carries {} Authorization headers: {SEND}, once", many.len())),
+        };
+        let bearer = field.and_then(|h| h.split_once(' ')).filter(|(s, _)| s.eq_ignore_ascii_case("bearer"));
+        match (bearer, field.and_then(|h| h.split_once(' '))) {
+            (Some((_, token)), _) if self.accepts(Some(token.trim())) => None,
+            (Some(_), _) => Some(format!("the bearer token sent is not this server's: {SEND}")),
+            (None, Some((scheme, _)))
+                if scheme.len() <= 24 && scheme.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') =>
+            {
+                Some(format!("the Authorization header is not a bearer token (its scheme is {scheme}): {SEND}"))
+            }
+            (None, _) => Some(format!("the Authorization header is not `Bearer <token>`: {SEND}")),
+        }
     }
 }
 
@@ -69,15 +89,17 @@ pub fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
     a.ct_eq(b).into()
 }
 
-/// Axum middleware: 401 with the error contract unless the request carries the token.
+/// Axum middleware: 401 with the error contract, saying what was wrong, unless the request
+/// carries the token in its one `Authorization` field.
 pub async fn require_token(State(auth): State<Auth>, req: Request, next: Next) -> Response {
-    let header = req.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok());
-    if auth.accepts_header(header) {
-        next.run(req).await
-    } else {
-        let mut resp = ApiError::unauthorized().into_response();
-        resp.headers_mut().insert("www-authenticate", axum::http::HeaderValue::from_static("Bearer"));
-        resp
+    let fields: Vec<Option<&str>> = req.headers().get_all(AUTHORIZATION).iter().map(|v| v.to_str().ok()).collect();
+    match auth.refusal(&fields) {
+        None => next.run(req).await,
+        Some(why) => {
+            let mut resp = ApiError::unauthorized(why).into_response();
+            resp.headers_mut().insert("www-authenticate", axum::http::HeaderValue::from_static("Bearer"));
+            resp
+        }
     }
 }
 
@@ -105,6 +127,28 @@ mod tests {
         assert!(!auth.accepts_header(Some("Basic s3cret")));
         assert!(!auth.accepts_header(Some("s3cret")));
         assert!(!auth.accepts(Some("")));
+    }
+
+    #[test]
+    fn each_refusal_says_what_was_wrong_and_never_repeats_the_token() {
+        let auth = Auth::new(Some("s3cret-token"));
+        let why = |fields: &[Option<&str>]| auth.refusal(fields).unwrap_or_default();
+        assert!(why(&[]).starts_with("this server requires a token: send `Authorization: Bearer <token>`"));
+        assert!(why(&[Some("Bearer nope")]).starts_with("the bearer token sent is not this server's"));
+        assert!(why(&[Some("Basic czNjcmV0")]).contains("not a bearer token (its scheme is Basic)"));
+        let bare = why(&[Some("s3cret-token")]);
+        assert!(
+            bare.starts_with("the Authorization header is not `Bearer <token>`") && !bare.contains("s3cret"),
+            "{bare}"
+        );
+        assert!(why(&[None]).starts_with("the Authorization header is not `Bearer <token>`"));
+        // Two fields: refused whichever holds the token (the first alone decided).
+        for two in
+            [[Some("Bearer s3cret-token"), Some("Bearer nope")], [Some("Bearer nope"), Some("Bearer s3cret-token")]]
+        {
+            assert!(why(&two).starts_with("the request carries 2 Authorization headers"), "{two:?}");
+        }
+        assert_eq!(auth.refusal(&[Some("Bearer s3cret-token")]), None);
     }
 
     #[test]

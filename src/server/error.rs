@@ -59,13 +59,9 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
     }
 
-    /// 401 `unauthorized`.
-    pub fn unauthorized() -> Self {
-        Self::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "missing or wrong token: send `Authorization: Bearer <token>` (the token is DOCDEX_AUTH_TOKEN or [server] auth_token)",
-        )
+    /// 401 `unauthorized`, saying what was wrong with the request's token.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
     }
 
     /// 404 `unknown_repo`.

@@ -14,8 +14,14 @@ use axum::middleware;
 /// True for `Host` values naming this machine's loopback (`localhost`, `127.x.y.z`, `[::1]`),
 /// with or without a port.
 pub fn is_loopback_host(host: &str) -> bool {
+    let port_or_none =
+        |p: &str| p.is_empty() || p.strip_prefix(':').is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()));
     let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(""),
+        // Only a port may follow the brackets: `[::1]evil.example` and `[::1]:80.evil` passed.
+        Some(rest) => match rest.split_once(']') {
+            Some((addr, after)) if port_or_none(after) => addr,
+            _ => return false,
+        },
         None => host
             .rsplit_once(':')
             .map_or(host, |(h, port)| if port.chars().all(|c| c.is_ascii_digit()) { h } else { host }),
@@ -117,6 +123,7 @@ mod tests {
             assert!(is_loopback_origin(o), "{o}");
         }
         for o in [
+            "http://[::1]evil.example",
             "http://evil.example",
             "null",
             "file://",
@@ -136,9 +143,18 @@ mod tests {
         for h in ["localhost", "localhost:3210", "127.0.0.1", "127.0.0.1:80", "[::1]:3210", "[::1]", "LOCALHOST:1"] {
             assert!(is_loopback_host(h), "{h}");
         }
-        for h in
-            ["evil.example", "evil.example:3210", "10.0.0.1:3210", "localhost.evil.example", "[::2]:1", "0.0.0.0:3210"]
-        {
+        for h in [
+            "evil.example",
+            "evil.example:3210",
+            "10.0.0.1:3210",
+            "localhost.evil.example",
+            "[::2]:1",
+            "0.0.0.0:3210",
+            "[::1]evil.example",
+            "[::1]:3210.evil.example",
+            "[::1]:x",
+            "[::1",
+        ] {
             assert!(!is_loopback_host(h), "{h}");
         }
     }

@@ -208,3 +208,45 @@ async fn an_ast_query_of_many_node_kinds_is_refused_at_once_naming_the_limit() {
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["results"][0]["path"], "src/lib.rs", "{v}");
 }
+
+#[tokio::test]
+async fn a_refused_token_says_what_was_wrong_and_two_authorization_fields_are_refused() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "a.md", "jaguarundi\n");
+    let root = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", root]).status.success());
+    let token = "k3y-for-tour15-probes";
+    let server = Server::start(&env, &["serve", "--repo", root], &[("DOCDEX_AUTH_TOKEN", token)]);
+    let c = client();
+    let bearer = format!("Bearer {token}");
+    let cases: [(Vec<&str>, &str); 5] = [
+        (vec![], "this server requires a token: send `Authorization: Bearer <token>`"),
+        (vec!["Bearer wrong"], "the bearer token sent is not this server's"),
+        (vec!["Basic a2V5"], "not a bearer token (its scheme is Basic)"),
+        (vec![token], "the Authorization header is not `Bearer <token>`"),
+        // The first field alone decided: the right token first let a second, wrong one through.
+        (vec![bearer.as_str(), "Bearer wrong"], "the request carries 2 Authorization headers"),
+    ];
+    for (fields, says) in cases {
+        let mut req = c.get(server.url("/healthz"));
+        for f in &fields {
+            req = req.header("authorization", *f);
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 401, "{fields:?}");
+        let v: Value = r.json().await.unwrap();
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says) && !message.contains(token), "{fields:?}: {message}");
+    }
+    let r = c.get(server.url("/healthz")).header("authorization", &bearer).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    // The Host check (not exposed): a name after an IPv6 literal is not loopback.
+    for host in ["[::1]evil.example", "[::1]:80.evil.example"] {
+        let r =
+            c.get(server.url("/healthz")).header("authorization", &bearer).header("host", host).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 403, "{host}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], "forbidden_host", "{host}: {v}");
+    }
+}
