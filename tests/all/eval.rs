@@ -727,8 +727,20 @@ fn in_a_subdirectory_a_commit_that_also_changed_source_outside_makes_no_query() 
         "def lexer_entry(text):\n    return text.strip().lower()\n\ndef tokens(text):\n    return lexer_entry(text).split()\n",
     );
     commit(&top, "Split incoming text into separate tokens on any whitespace");
+    write(
+        &top,
+        "packages/cli/src/cli.py",
+        "def cli_entry(text):\n    return text.lower()\n\ndef usage():\n    return 'usage: cli TEXT'\n",
+    );
+    commit(&top, "Print the usage line when the command line is asked for help");
     let package = top.join("packages/lexer");
     let report = env.engine().eval(&package, &git_request(50, 1), &quiet()).expect("eval");
+    // tour16 F9: only the package's commits are read (the window was the work tree's newest
+    // commits, and one that never touched the package was counted as "also changing source
+    // outside this directory"); the cross-package one is still left out, as such.
+    let stats = report.git.as_ref().expect("git stats");
+    assert_eq!(stats.scanned, 3, "init, the cross-package change and the split: {stats:?}");
+    assert_eq!(stats.skipped.get("outside_directory"), Some(&1), "{stats:?}");
     let queries: Vec<(&str, &Vec<String>)> = report.queries.iter().map(|q| (q.query.as_str(), &q.gold)).collect();
     assert_eq!(queries.len(), 1, "{queries:#?}");
     assert!(queries[0].0.starts_with("Split incoming text"), "{queries:#?}");

@@ -186,15 +186,16 @@ pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSe
         None => None,
     };
     let opts = &GitSetOptions { since, ..opts.clone() };
-    let log = git(root, &log_args(opts))?;
+    let prefix = git(root, &["rev-parse", "--show-prefix"])?.trim_end_matches(['\n', '\r']).to_string();
+    let scoped = !prefix.is_empty();
+    let log = git(root, &log_args(opts, scoped))?;
     let mut commits = parse_log(&log);
-    follow_renames(&mut commits, &parse_renames(&git(root, &rename_args(opts))?));
+    follow_renames(&mut commits, &parse_renames(&git(root, &rename_args(opts, scoped))?));
     let grafted = shallow_commits(root)?;
     let oldest = commits.last().map(|c| c.date.clone()).filter(|d| !d.is_empty());
     let mut stats = GitSetStats { scanned: commits.len(), shallow: grafted.is_some(), oldest, ..Default::default() };
     let grafted = grafted.unwrap_or_default();
     let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "repo".into());
-    let prefix = git(root, &["rev-parse", "--show-prefix"])?.trim_end_matches(['\n', '\r']).to_string();
     let mut candidates: Vec<(Commit, Vec<Answer>)> = Vec::new();
     for c in commits {
         let answers = match grafted.contains(&c.sha) {
@@ -240,9 +241,10 @@ pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSe
     Ok((out, stats))
 }
 
-fn log_args(opts: &GitSetOptions) -> Vec<String> {
+fn log_args(opts: &GitSetOptions, scoped: bool) -> Vec<String> {
     history_args(
         opts,
+        scoped,
         &[
             // Paths from the top of the work tree (not `--relative`): a commit that also changed
             // source outside an indexed subdirectory is seen as such, see [`within`].
@@ -255,13 +257,17 @@ fn log_args(opts: &GitSetOptions) -> Vec<String> {
 
 /// The same commits as [`log_args`], with only their renames: git's rename detection, the
 /// files a later commit moved, to follow an answer to its name now.
-fn rename_args(opts: &GitSetOptions) -> Vec<String> {
-    history_args(opts, &["--name-status", "--find-renames", "--diff-filter=R", "--format=%x1e%H"])
+fn rename_args(opts: &GitSetOptions, scoped: bool) -> Vec<String> {
+    history_args(opts, scoped, &["--name-status", "--find-renames", "--diff-filter=R", "--format=%x1e%H"])
 }
 
 /// `git log` of the commits a set reads (non-merge, newest first, the newest [`MAX_SCANNED`]
-/// after `--since`), printed as `format` says.
-fn history_args(opts: &GitSetOptions, format: &[&str]) -> Vec<String> {
+/// after `--since`), printed as `format` says. `scoped` (the indexed directory is a subdirectory
+/// of the work tree): only commits that touched it (every one, `--full-history`), each with all
+/// its files (`--full-diff`, so [`within`] still sees what it changed outside). The window was
+/// the work tree's newest commits, most of them elsewhere in a monorepo, all counted as
+/// "also changing source outside this directory" (tour16 F9).
+fn history_args(opts: &GitSetOptions, scoped: bool, format: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = [
         "log",
         "--no-merges",
@@ -281,7 +287,13 @@ fn history_args(opts: &GitSetOptions, format: &[&str]) -> Vec<String> {
     if let Some(since) = opts.since.as_deref().filter(|s| !s.trim().is_empty()) {
         args.push(format!("--since={since}"));
     }
+    if scoped {
+        args.extend(["--full-history".into(), "--full-diff".into()]);
+    }
     args.push("HEAD".into());
+    if scoped {
+        args.extend(["--".into(), ".".into()]);
+    }
     args
 }
 
