@@ -168,7 +168,10 @@ impl Engine {
         // `[llm] connect_timeout_ms`; the probe itself waited `request_timeout_secs` (tour16 F2).
         // One that answers it (a model still loading) still gets the whole timeout below.
         if let Err(e) = self.server_answers(provider.as_ref()) {
-            self.note_embed_failure(&e);
+            // A stopped call says nothing about the server.
+            if !matches!(e, Error::Cancelled) {
+                self.note_embed_failure(&e);
+            }
             return Err(e.to_string());
         }
         let model = self.config().llm.embedding_model.clone();
