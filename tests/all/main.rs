@@ -30,6 +30,7 @@ mod profiles;
 mod run_tests;
 mod run_tests_affected;
 mod run_tests_commands;
+mod run_tests_node;
 mod search;
 mod semantic;
 mod server;

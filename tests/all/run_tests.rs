@@ -189,7 +189,9 @@ fn affected_runs_only_the_tests_the_change_reaches() {
     let selected: Vec<&str> = v["selected"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
     assert_eq!(selected.len(), 1, "{selected:?}");
     assert!(selected[0].starts_with("test/strings.test.js: exercises changed lib/strings.js"), "{selected:?}");
-    assert_eq!(v["command"], serde_json::json!(["node", "--test", "--test-reporter=tap", "test/strings.test.js"]));
+    let cmd = v["command"].to_string();
+    let (head, tail) = (r#"["node","--test","--test-reporter=tap","#, r#","test/strings.test.js"]"#);
+    assert!(cmd.starts_with(head) && cmd.ends_with(tail) && cmd.contains("/reporters/node.mjs"), "{cmd}");
     assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(1), Some(0)));
     // Committed on a branch since main: --since brings math.js's tests in.
     git(&repo, &["checkout", "-q", "-b", "feature"]);
@@ -504,7 +506,11 @@ fn a_target_named_like_an_option_is_a_file_to_the_runner() {
     // A file whose name is an option: node printed its version and reported a pass.
     write(&repo, "--version", "require('node:test')('named like an option', () => {});\n");
     let (code, v) = run_tests(&env, &repo, &["--target=--version"], &[]);
-    assert_eq!(v["command"], serde_json::json!(["node", "--test", "--test-reporter=tap", "./--version"]), "{v}");
+    let cmd = v["command"].to_string();
+    assert!(
+        cmd.starts_with(r#"["node","--test","--test-reporter=tap","#) && cmd.ends_with(r#","./--version"]"#),
+        "{v}"
+    );
     assert_eq!((code, v["passed"].as_u64()), (0, Some(1)), "{v}");
     // pytest removes its --basetemp directory: a file named `--basetemp=keep` cost `keep`.
     let Some(venv) = pytest_venv() else { return };

@@ -9,8 +9,9 @@
 //! its tests tells which had not ended: `cargo::running_at_timeout`); go test `-v` prints `=== RUN   TestX` (and `=== CONT`) and
 //! later `--- PASS/FAIL/SKIP: TestX`; pytest `-v` prints the node id, then its outcome on the
 //! same line, and pytest's default progress prints a file's name, then a character per test.
-//! Node's TAP reporter prints nothing for a test until it ends (checked with node 20: a hung
-//! test never shows), so a node run is not read; go test holds back a package's output until
+//! The JavaScript runners print nothing of a test until it ends (node's and mocha's TAP, jest
+//! and vitest a whole file once it ends), so docdex's reporters beside theirs print a line as
+//! each test starts and ends, read by `reporters::running`; go test holds back a package's output until
 //! the package ends while it tests several at once, so only a run of one package (or the
 //! package printing last) shows its test here (go's own `-timeout`, set below docdex's, names
 //! those of each package it stops: `go_timeout`). Where no test can be named, `unnamed` says why.
@@ -66,7 +67,23 @@ pub(super) fn unnamed(runner: Runner) -> Option<String> {
             "the output named no test running at the timeout: go test shows a package's output only once the package ends while it tests several packages at once, and docdex's timeout struck before go test's own -timeout (set a little below it, so that go names the tests it stops) had stopped the package, or too little time was left to set one; give the hung package's directory as the target to have its test named"
                 .into(),
         ),
-        Runner::Node => Some("node's TAP reporter names no test before it ends: the output cannot say which test hung".into()),
+        // docdex's reporters (`reporters`) name a test as it starts; what they cannot see:
+        Runner::Node => Some(
+            "the output named no test running at the timeout: docdex's reporter beside node's TAP names each test as node starts it (node's test:dequeue event, from node 18.17 and 20.5), and it printed none left running"
+                .into(),
+        ),
+        Runner::Jest => Some(
+            "the output named no test running at the timeout: docdex's reporter beside jest's names each test as it starts, but jest running in band (one test file, or --runInBand) calls it on the tests' own event loop, which a test blocking it (a synchronous endless loop) never lets run"
+                .into(),
+        ),
+        Runner::Vitest => Some(
+            "the output named no test running at the timeout: docdex's reporter beside vitest's names each test as it starts (vitest 3 and later), but a worker sends a test's start in batches, which a test blocking the worker's event loop (a synchronous endless loop) never lets go"
+                .into(),
+        ),
+        Runner::Npm => Some(
+            "the output named no test running at the timeout: docdex names a hung test when it runs mocha itself (a test script that calls mocha alone, not with --parallel), not a script run through npm test"
+                .into(),
+        ),
         _ => None,
     }
 }

@@ -21,11 +21,13 @@ mod config_command;
 mod go_timeout;
 mod group;
 mod hung;
+mod js_stack;
 mod location;
 mod multi;
 mod node;
 mod parse;
 mod pytest_config;
+mod reporters;
 mod runs;
 mod testify;
 pub mod types;
@@ -313,13 +315,14 @@ fn operand(path: &str) -> String {
 ///
 /// pytest's cache goes to `pytest_cache` (under docdex's state for the repository), not into the
 /// repository: `-p no:cacheprovider` kept it out too, but took the `cache` fixture away, and a
-/// suite using it failed ("fixture 'cache' not found").
+/// suite using it failed ("fixture 'cache' not found"). docdex's JavaScript reporters are in
+/// `reporters` (`reporters::for_runner`).
 fn command(
     root: &Path,
     runner: Runner,
     configured: &str,
     targets: &[String],
-    pytest_cache: &Path,
+    (pytest_cache, reporters): (&Path, Option<&Path>),
     notes: &mut Vec<String>,
 ) -> Vec<String> {
     let targets: Vec<String> = targets.iter().map(|t| operand(t)).collect();
@@ -329,7 +332,8 @@ fn command(
         Runner::Cargo => cargo::command(root, targets, notes),
         Runner::Go => go_command(root, targets),
         Runner::Node | Runner::Npm | Runner::Jest | Runner::Vitest => {
-            node::command(root, runner, &package_test_script(root).unwrap_or_default(), targets, notes)
+            let script = package_test_script(root).unwrap_or_default();
+            node::command(root, runner, &script, targets, reporters, notes)
         }
         Runner::Pytest => pytest_command(root, "", targets, pytest_cache, notes),
     }
@@ -343,7 +347,7 @@ fn plan(
     runner: Runner,
     configured: &str,
     targets: &[String],
-    pytest_cache: &Path,
+    (pytest_cache, reporters): (&Path, Option<&Path>),
     notes: &mut Vec<String>,
 ) -> Result<Vec<runs::Part>> {
     match runner {
@@ -356,7 +360,7 @@ fn plan(
         }
         _ => {}
     }
-    let command = command(root, runner, configured, targets, pytest_cache, notes);
+    let command = command(root, runner, configured, targets, (pytest_cache, reporters), notes);
     Ok(vec![runs::Part { dir: String::new(), command }])
 }
 
@@ -770,10 +774,11 @@ fn parse_output(runner: Runner, text: &str, root: &str, run_dir: &str) -> parse:
                 parse::jest_like(text, root),
                 parse::go(text, go_module(Path::new(root)).as_deref(), Some(Path::new(root))),
             ];
-            // With no test counted anywhere, the reading that counted (a zero) wins.
+            // With no test counted anywhere, the reading that counted (a zero) wins, then one
+            // that names a test left running (mocha's, killed in its first test).
             candidates
                 .into_iter()
-                .max_by_key(|o| (o.passed + o.failed + o.skipped, o.counted || o.none_found))
+                .max_by_key(|o| (o.passed + o.failed + o.skipped, o.counted || o.none_found, !o.hung.is_empty()))
                 .unwrap_or_default()
         }
     }
@@ -975,7 +980,9 @@ impl Engine {
             return Ok(resp);
         };
         let pytest_cache = data_dir.join("pytest_cache");
-        let parts = plan(root, runner, &cfg.command, &targets, &pytest_cache, &mut notes)?;
+        let reporters = reporters::for_runner(runner, data_dir, &mut notes);
+        let dirs = (pytest_cache.as_path(), reporters.as_deref());
+        let parts = plan(root, runner, &cfg.command, &targets, dirs, &mut notes)?;
         resp.command = parts.first().map(|p| p.command.clone()).unwrap_or_default();
         let broken = (runner == Runner::Pytest).then(|| broken_venv(root)).flatten();
         let root_text = root.to_string_lossy().into_owned();

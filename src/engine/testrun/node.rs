@@ -6,6 +6,7 @@
 //! configuration was read), and `npm test -- FILES` ran a script's own paths as well as the
 //! files (`mocha --recursive test/ FILE` ran the whole suite).
 
+use super::reporters;
 use super::{node_test_files, Runner};
 use std::path::Path;
 
@@ -94,6 +95,7 @@ const MOCHA_VALUED: &[&str] = &[
     "--slow",
     "-s",
     "--reporter-option",
+    "--reporter-options",
     "-O",
     "--package",
     "--node-option",
@@ -114,15 +116,52 @@ enum Kind {
 }
 
 impl Kind {
-    /// The runner docdex runs, and the arguments it needs: TAP from node and mocha (their
-    /// counts and failures are read from it), `--ci` for jest, `run` (no watching) for vitest.
-    fn base(self) -> (&'static [&'static str], &'static [&'static str]) {
+    /// The runner docdex runs: `--ci` for jest, `run` (no watching) for vitest.
+    fn base(self) -> &'static [&'static str] {
         match self {
-            Kind::Node => (&["node"], &["--test-reporter=tap"]),
-            Kind::Jest => (&["npx", "--no-install", "jest", "--ci"], &[]),
-            Kind::Vitest => (&["npx", "--no-install", "vitest", "run"], &[]),
-            Kind::Mocha => (&["npx", "--no-install", "mocha"], &["--reporter", "tap"]),
+            Kind::Node => &["node"],
+            Kind::Jest => &["npx", "--no-install", "jest", "--ci"],
+            Kind::Vitest => &["npx", "--no-install", "vitest", "run"],
+            Kind::Mocha => &["npx", "--no-install", "mocha"],
         }
+    }
+
+    /// The reporters docdex reads, after the script's options: TAP from node and mocha (their
+    /// counts and failures), mocha's in TAP 13 (each failure's message and stack in their own
+    /// YAML keys), jest's and vitest's default (unless the script names its own), and beside
+    /// each, docdex's own from `dir` (`reporters`), which names the tests as they start so a hung
+    /// one is named. Without `dir` (it could not be written) the runner's reporters alone.
+    fn forced(self, dir: Option<&Path>, own_reporter: bool) -> Vec<String> {
+        let ours = |name: &str| dir.map(|d| d.join(name).to_string_lossy().into_owned());
+        let mut out: Vec<String> = Vec::new();
+        match self {
+            Kind::Node => {
+                out.push("--test-reporter=tap".into());
+                if let Some(r) = ours(reporters::NODE) {
+                    out.extend(["--test-reporter-destination=stdout".into(), format!("--test-reporter={r}")]);
+                    out.push("--test-reporter-destination=stdout".into());
+                }
+            }
+            Kind::Mocha => {
+                out.extend(["--reporter".into(), ours(reporters::MOCHA).unwrap_or_else(|| "tap".into())]);
+                out.extend(["--reporter-option".into(), "tapVersion=13".into()]);
+            }
+            Kind::Jest | Kind::Vitest => {
+                let (flag, name) = if self == Kind::Jest {
+                    ("--reporters", reporters::JEST)
+                } else {
+                    ("--reporter", reporters::VITEST)
+                };
+                if let Some(r) = ours(name) {
+                    // Naming a reporter on the command line replaces the configured ones.
+                    if !own_reporter {
+                        out.push(format!("{flag}=default"));
+                    }
+                    out.push(format!("{flag}={r}"));
+                }
+            }
+        }
+        out
     }
 
     fn valued(self) -> &'static [&'static str] {
@@ -141,7 +180,10 @@ impl Kind {
             Kind::Node => matches!(name, "--test-reporter" | "--test-reporter-destination" | "--watch"),
             Kind::Jest => matches!(name, "--watch" | "--watchAll"),
             Kind::Vitest => matches!(name, "--watch" | "-w"),
-            Kind::Mocha => matches!(name, "--reporter" | "-R" | "--watch" | "-w"),
+            Kind::Mocha => matches!(
+                name,
+                "--reporter" | "-R" | "--reporter-option" | "--reporter-options" | "-O" | "--watch" | "-w"
+            ),
         }
     }
 }
@@ -286,12 +328,14 @@ fn split_args(kind: Kind, args: &[Word]) -> (Vec<Word>, Vec<Word>) {
 }
 
 /// The command line of the JavaScript `runner` over `targets` (files or directories; none:
-/// the script's own paths, else the runner's default), from the test `script`.
+/// the script's own paths, else the runner's default), from the test `script`; docdex's
+/// reporters from `reporters` (`Kind::forced`).
 pub(super) fn command(
     root: &Path,
     runner: Runner,
     script: &str,
     targets: &[String],
+    reporters: Option<&Path>,
     notes: &mut Vec<String>,
 ) -> Vec<String> {
     let s = |x: &str| x.to_string();
@@ -313,7 +357,7 @@ pub(super) fn command(
         _ => false,
     });
     let Some(c) = found else {
-        return fallback(runner, &files);
+        return fallback(runner, &files, reporters);
     };
     if !c.others.is_empty() {
         notes.push(format!(
@@ -323,11 +367,12 @@ pub(super) fn command(
         ));
     }
     let (options, paths) = split_args(c.kind, &c.args);
-    let (base, forced) = c.kind.base();
+    let own_reporter = options.iter().any(|o| o.text.starts_with("--reporter"));
     let mut words: Vec<Word> = c.env.clone();
-    words.extend(base.iter().map(|b| plain(b)));
+    words.extend(c.kind.base().iter().map(|b| plain(b)));
     words.extend(options);
-    words.extend(forced.iter().map(|f| plain(f)));
+    let forced = c.kind.forced(reporters, own_reporter);
+    words.extend(forced.iter().map(|f| option_word(f)));
     if files.is_empty() {
         words.extend(paths);
     } else {
@@ -351,21 +396,33 @@ pub(super) fn npx_runner(runner: Runner, argv: &[String]) -> Option<&'static str
     }
 }
 
+/// An option docdex adds (`--reporter=/path/x.cjs`), quoted for the shell only when it needs it.
+fn option_word(text: &str) -> Word {
+    let safe = text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c));
+    let raw = if safe { text.to_string() } else { super::config_command::word(text) };
+    Word { raw, text: text.to_string() }
+}
+
 fn plain(text: &str) -> Word {
     Word { raw: text.to_string(), text: text.to_string() }
 }
 
 /// The command without a script call docdex can read: the runner with the files, or `npm
 /// test -- FILES` (npm appends them to the script).
-fn fallback(runner: Runner, files: &[String]) -> Vec<String> {
+fn fallback(runner: Runner, files: &[String], reporters: Option<&Path>) -> Vec<String> {
     let s = |x: &str| x.to_string();
-    let mut cmd: Vec<String> = match runner {
-        Runner::Node => vec![s("node"), s("--test"), s("--test-reporter=tap")],
-        Runner::Jest => vec![s("npx"), s("--no-install"), s("jest"), s("--ci")],
-        Runner::Vitest => vec![s("npx"), s("--no-install"), s("vitest"), s("run")],
+    let kind = match runner {
+        Runner::Node => Kind::Node,
+        Runner::Jest => Kind::Jest,
+        Runner::Vitest => Kind::Vitest,
         _ if files.is_empty() => return vec![s("npm"), s("test")],
-        _ => vec![s("npm"), s("test"), s("--")],
+        _ => return [s("npm"), s("test"), s("--")].into_iter().chain(files.iter().cloned()).collect(),
     };
+    let mut cmd: Vec<String> = kind.base().iter().map(|b| s(b)).collect();
+    if kind == Kind::Node {
+        cmd.push(s("--test"));
+    }
+    cmd.extend(kind.forced(reporters, false));
     cmd.extend(files.iter().cloned());
     cmd
 }
@@ -376,7 +433,7 @@ mod tests {
 
     fn cmd(runner: Runner, script: &str, targets: &[&str]) -> Vec<String> {
         let targets: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
-        command(Path::new("/nonexistent"), runner, script, &targets, &mut Vec::new())
+        command(Path::new("/nonexistent"), runner, script, &targets, None, &mut Vec::new())
     }
 
     #[test]
@@ -415,14 +472,24 @@ mod tests {
         );
         assert_eq!(
             cmd(Runner::Npm, "mocha --recursive --reporter spec test/", &["test/b.spec.js"]),
-            ["npx", "--no-install", "mocha", "--recursive", "--reporter", "tap", "test/b.spec.js"]
+            [
+                "npx",
+                "--no-install",
+                "mocha",
+                "--recursive",
+                "--reporter",
+                "tap",
+                "--reporter-option",
+                "tapVersion=13",
+                "test/b.spec.js"
+            ]
         );
         assert_eq!(
             cmd(Runner::Npm, "cross-env NODE_ENV=test mocha --spec 'test/**/*.js' -r ts-node/register", &[]),
             [
                 "sh",
                 "-c",
-                "NODE_ENV=test npx --no-install mocha -r ts-node/register --reporter tap --spec 'test/**/*.js'"
+                "NODE_ENV=test npx --no-install mocha -r ts-node/register --reporter tap --reporter-option tapVersion=13 --spec 'test/**/*.js'"
             ]
         );
         // mocha chained with other commands stays `npm test`, which runs them all.
@@ -455,12 +522,98 @@ mod tests {
         let o = super::super::parse::tap(out, "/r");
         assert_eq!((o.passed, o.failed, o.counted), (2, 1, true));
         assert_eq!(o.failures.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["a fails"]);
+        // Its plain body: the message, then the stack, placed at the test function's frame.
+        let f = &o.failures[0];
+        assert_eq!(
+            (f.message.as_deref(), f.file.as_deref(), f.line),
+            (Some("1 == 2"), Some("test/a.spec.js"), Some(2))
+        );
+    }
+
+    #[test]
+    fn mochas_tap_13_gives_each_failure_its_message_and_the_line_in_its_test_file() {
+        // mocha 11.8's `--reporter tap --reporter-option tapVersion=13`, with docdex's lines.
+        let out = concat!(
+            "TAP version 13\n",
+            "# docdex:start {\"name\":\"math breaks\",\"file\":\"/r/test/a.spec.js\",\"nesting\":0}\n",
+            "not ok 1 math breaks\n  ---\n    message: |-\n      Expected values to be strictly equal:\n      \n      2 !== 3\n      \n",
+            "    stack: |-\n      AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n      \n      2 !== 3\n      \n",
+            "          at Context.<anonymous> (test/a.spec.js:7:12)\n          at process.processImmediate (node:internal/timers:483:21)\n  ...\n",
+            "# docdex:end {\"name\":\"math breaks\",\"file\":\"/r/test/a.spec.js\",\"nesting\":0}\n",
+            "not ok 2 helper fails\n  ---\n    message: |-\n      n should be one\n    stack: |-\n",
+            "      AssertionError [ERR_ASSERTION]: n should be one\n          at exports.check (test/helper.js:2:33)\n",
+            "          at Context.<anonymous> (test/b.spec.js:2:28)\n  ...\n",
+            "not ok 3 esm times out\n  ---\n    message: |-\n      Timeout of 50ms exceeded. For async tests and hooks, ensure \"done()\" is called; if returning a Promise, ensure it resolves. (/r/test/c.spec.mjs)\n",
+            "    stack: |-\n      Error: Timeout of 50ms exceeded.\n          at listOnTimeout (node:internal/timers:581:17)\n  ...\n",
+            "ok 4 later # SKIP -\n# tests 3\n# pass 0\n# fail 3\n1..4\n",
+        );
+        let o = super::super::parse::tap(out, "/r");
+        assert_eq!((o.passed, o.failed, o.counted), (0, 3, true));
+        let got: Vec<_> =
+            o.failures.iter().map(|f| (f.name.as_str(), f.file.as_deref(), f.line, f.message.as_deref())).collect();
+        assert_eq!(
+            got,
+            [
+                ("math breaks", Some("test/a.spec.js"), Some(7), Some("Expected values to be strictly equal: 2 !== 3")),
+                ("helper fails", Some("test/b.spec.js"), Some(2), Some("n should be one (asserted at test/helper.js:2)")),
+                (
+                    "esm times out",
+                    Some("test/c.spec.mjs"),
+                    None,
+                    Some("Timeout of 50ms exceeded. For async tests and hooks, ensure \"done()\" is called; if returning a Promise, ensure it resolves. (/r/test/c.spec.mjs)")
+                ),
+            ]
+        );
+        assert!(o.hung.is_empty(), "{:?}", o.hung);
+    }
+
+    #[test]
+    fn docdexs_reporters_run_beside_the_runners_own() {
+        let dir = Path::new("/state/reporters");
+        let cmd = |runner: Runner, script: &str| {
+            command(Path::new("/nonexistent"), runner, script, &[], Some(dir), &mut Vec::new())
+        };
+        assert_eq!(
+            cmd(Runner::Node, "node --test"),
+            [
+                "node",
+                "--test",
+                "--test-reporter=tap",
+                "--test-reporter-destination=stdout",
+                "--test-reporter=/state/reporters/node.mjs",
+                "--test-reporter-destination=stdout"
+            ]
+        );
+        assert_eq!(
+            cmd(Runner::Npm, "mocha -O maxDiffSize=0 --reporter spec"),
+            [
+                "npx",
+                "--no-install",
+                "mocha",
+                "--reporter",
+                "/state/reporters/mocha.cjs",
+                "--reporter-option",
+                "tapVersion=13"
+            ]
+        );
+        assert_eq!(
+            cmd(Runner::Jest, "jest"),
+            ["npx", "--no-install", "jest", "--ci", "--reporters=default", "--reporters=/state/reporters/jest.cjs"]
+        );
+        // A reporter the script names is kept in place of the default one.
+        assert_eq!(
+            cmd(Runner::Vitest, "vitest --reporter=verbose"),
+            ["npx", "--no-install", "vitest", "run", "--reporter=verbose", "--reporter=/state/reporters/vitest.mjs"]
+        );
+        let spaced =
+            command(Path::new("/x"), Runner::Jest, "FOO=1 jest", &[], Some(Path::new("/my state")), &mut Vec::new());
+        assert_eq!(spaced[2], "FOO=1 npx --no-install jest --ci --reporters=default '--reporters=/my state/jest.cjs'");
     }
 
     #[test]
     fn other_commands_of_the_script_are_named_in_a_note() {
         let mut notes = Vec::new();
-        let c = command(Path::new("/nonexistent"), Runner::Jest, "tsc -p . && jest", &[], &mut notes);
+        let c = command(Path::new("/nonexistent"), Runner::Jest, "tsc -p . && jest", &[], None, &mut notes);
         assert_eq!(c, ["npx", "--no-install", "jest", "--ci"]);
         assert!(notes[0].contains("`tsc -p .`"), "{notes:?}");
         // A program before the runner that docdex does not know: the runner alone, as before.

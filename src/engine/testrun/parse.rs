@@ -390,16 +390,29 @@ fn pytest_counts(trimmed: &str, o: &mut Outcome) {
     }
 }
 
-/// TAP (node's test runner with `--test-reporter=tap`): `not ok N - name`, the YAML block's
-/// `location:` and `error:` (quoted, or a `|-` block as `assert.equal` writes it), and the
-/// `# pass` / `# fail` / `# skipped` / `# todo` totals. A `not ok ... # TODO` (or `# SKIP`) is
-/// no failure: node counts it under todo, not fail.
+/// TAP (node's test runner with `--test-reporter=tap`, mocha's `--reporter tap`): `not ok N -
+/// name`, the YAML block's `location:` and `error:` (quoted, or a `|-` block as `assert.equal`
+/// writes it), mocha's `message:` and `stack:` (TAP 13) or its plain body (the message, then the
+/// stack), a failure without `location:` placed from its stack (`js_stack`), and the `# pass` /
+/// `# fail` / `# skipped` / `# todo` totals. A `not ok ... # TODO` (or `# SKIP`) is no failure:
+/// node counts it under todo, not fail. The tests docdex's reporters show running: `hung`.
 pub fn tap(out: &str, root: &str) -> Outcome {
     let mut run = TapRun::default();
     for line in out.lines() {
         run.line(line, root);
     }
-    run.finish()
+    let mut o = run.finish(root);
+    o.hung = super::reporters::running(out, root);
+    o
+}
+
+/// Which YAML block scalar of a failure is being read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TapKey {
+    /// `error:` (node) or `message:` (mocha): the failure's message.
+    Message,
+    /// `stack:`: where it failed, when no `location:` said.
+    Stack,
 }
 
 /// What `tap` keeps between lines.
@@ -410,19 +423,28 @@ struct TapRun {
     current: Option<usize>,
     /// Failures that are subtests (indented `not ok`).
     subtest_failures: Vec<usize>,
-    /// An `error: |-` block being read: its failure, the key's indent, its lines.
-    block: Option<(usize, usize, Vec<String>)>,
+    /// A `|-` block being read: its failure, the key's indent, its lines, which key.
+    block: Option<(usize, usize, Vec<String>, TapKey)>,
+    /// mocha's plain body of the current failure (no YAML block): the `not ok`'s indent, its lines.
+    plain: Option<(usize, Vec<String>)>,
     /// Test points inside the current top-level one.
     nested: u32,
     /// Top-level `ok` points that are node running a file without tests.
     empty_files: u32,
+    /// `ok` points at any depth, passed and skipped (`# SKIP` / `# TODO`): the counts of a run
+    /// killed before its totals, and mocha's skips (its totals leave them out).
+    points: (u32, u32),
+    /// A `# skipped` or `# todo` total was read (node's).
+    skip_totals: bool,
+    /// The output began as TAP does (`TAP version 13`), so its points may be counted.
+    header: bool,
 }
 
 impl TapRun {
     fn line(&mut self, line: &str, root: &str) {
         let t = line.trim_start();
         let indent = line.len() - t.len();
-        if self.in_block(t, indent) {
+        if self.in_block(t, indent, root) || self.in_plain(line, t, indent, root) {
             return;
         }
         self.count_nesting(t, indent);
@@ -437,27 +459,61 @@ impl TapRun {
 
     /// A line of an `error: |-` block (deeper than its key, or blank) is gathered; one back at
     /// the key's indent ends the block, its lines the failure's message. True for the block's.
-    fn in_block(&mut self, t: &str, indent: usize) -> bool {
-        let Some((_, key, lines)) = self.block.as_mut() else { return false };
+    fn in_block(&mut self, t: &str, indent: usize, root: &str) -> bool {
+        let Some((_, key, lines, _)) = self.block.as_mut() else { return false };
         if t.is_empty() || indent > *key {
             lines.push(t.trim_end().to_string());
             return true;
         }
-        self.end_block();
+        self.end_block(root);
         false
     }
 
-    fn end_block(&mut self) {
-        if let Some((i, _, lines)) = self.block.take() {
-            if self.o.failures[i].message.is_none() {
-                self.o.failures[i].message = joined(&lines);
-            }
+    fn end_block(&mut self, root: &str) {
+        let Some((i, _, lines, key)) = self.block.take() else { return };
+        let f = &mut self.o.failures[i];
+        match key {
+            TapKey::Message if f.message.is_none() => f.message = joined(&lines),
+            TapKey::Stack => super::js_stack::place_failure(f, &lines, root),
+            TapKey::Message => {}
         }
+    }
+
+    /// A line of mocha's plain failure body (deeper than its `not ok`, before any YAML `---`) is
+    /// gathered; anything else ends the body, read as the failure's message and stack. True for
+    /// the body's lines.
+    fn in_plain(&mut self, line: &str, t: &str, indent: usize, root: &str) -> bool {
+        let Some((at, lines)) = self.plain.as_mut() else { return false };
+        if t == "---" && lines.is_empty() {
+            self.plain = None;
+            return false;
+        }
+        if indent > *at && !t.starts_with("# docdex:") {
+            lines.push(line.get(*at + 2..).unwrap_or(t).trim_end().to_string());
+            return true;
+        }
+        self.end_plain(root);
+        false
+    }
+
+    fn end_plain(&mut self, root: &str) {
+        let (Some(i), Some((_, lines))) = (self.current, self.plain.take()) else { return };
+        let (message, stack) = super::js_stack::split_plain(&lines);
+        let f = &mut self.o.failures[i];
+        f.message = f.message.take().or_else(|| joined(message));
+        super::js_stack::place_failure(f, stack, root);
     }
 
     /// Counts the test points nested in the current top-level one; a top-level `ok` with none
     /// that names a script is node running a file without tests.
     fn count_nesting(&mut self, t: &str, indent: usize) {
+        if let Some(rest) = t.strip_prefix("ok ") {
+            let directive = rest.split_once(" # ").map(|(_, d)| d.trim_start().to_ascii_uppercase());
+            match directive {
+                Some(d) if d.starts_with("SKIP") || d.starts_with("TODO") => self.points.1 += 1,
+                _ => self.points.0 += 1,
+            }
+        }
         if indent > 0 && (t.starts_with("ok ") || t.starts_with("not ok ")) {
             self.nested += 1;
         } else if let Some(rest) = t.strip_prefix("ok ").filter(|_| indent == 0) {
@@ -490,6 +546,7 @@ impl TapRun {
         });
         let i = self.o.failures.len() - 1;
         self.current = Some(i);
+        self.plain = Some((indent, Vec::new()));
         if indent > 0 {
             self.subtest_failures.push(i);
         }
@@ -504,17 +561,23 @@ impl TapRun {
             (f.file, f.line) = location(loc, root);
             return true;
         }
-        let Some(err) = t.strip_prefix("error:").map(str::trim) else { return false };
-        if err.starts_with('|') || err.starts_with('>') {
-            self.block = Some((i, indent, Vec::new()));
-        } else if f.message.is_none() {
-            f.message = Some(yaml_scalar(err)).filter(|m| !m.is_empty());
+        let (key, value) =
+            match (t.strip_prefix("error:").or_else(|| t.strip_prefix("message:")), t.strip_prefix("stack:")) {
+                (Some(v), _) => (TapKey::Message, v.trim()),
+                (None, Some(v)) => (TapKey::Stack, v.trim()),
+                (None, None) => return false,
+            };
+        if value.starts_with('|') || value.starts_with('>') {
+            self.block = Some((i, indent, Vec::new(), key));
+        } else if key == TapKey::Message && f.message.is_none() {
+            f.message = Some(yaml_scalar(value)).filter(|m| !m.is_empty());
         }
         true
     }
 
     /// node's `# pass` / `# fail` / `# skipped` / `# todo` totals.
     fn totals(&mut self, t: &str) {
+        self.header |= t.starts_with("TAP version ");
         let o = &mut self.o;
         if let Some(n) = t.strip_prefix("# pass ") {
             o.passed = n.trim().parse().unwrap_or(0);
@@ -523,13 +586,22 @@ impl TapRun {
             o.failed = n.trim().parse().unwrap_or(0);
         } else if let Some(n) = t.strip_prefix("# skipped ").or_else(|| t.strip_prefix("# todo ")) {
             o.skipped += n.trim().parse::<u32>().unwrap_or(0);
+            self.skip_totals = true;
         }
     }
 
     /// The outcome: an open block ended, node's files without tests taken off the passes, and
     /// a failing file's failures left to its failing subtests when it has any.
-    fn finish(mut self) -> Outcome {
-        self.end_block();
+    fn finish(mut self, root: &str) -> Outcome {
+        self.end_block(root);
+        self.end_plain(root);
+        // Killed before its totals (the timeout): the points that ended are what ran.
+        if self.header && !self.o.counted {
+            self.o.passed = self.points.0;
+        }
+        if self.header && !self.skip_totals {
+            self.o.skipped = self.points.1;
+        }
         // node runs a file without tests as one passing test named after the file.
         self.o.passed = self.o.passed.saturating_sub(self.empty_files);
         // A failing file (a top-level `not ok` named after it) repeats its failing subtests:
@@ -1085,8 +1157,8 @@ fn go_location(t: &str) -> Option<(String, Option<u32>, String)> {
 }
 
 /// jest (`Tests: 1 failed, 2 passed, 3 total`, `● Suite › name`) and vitest (`Tests  1 failed |
-/// 2 passed (3)`, `FAIL file > name`).
-pub fn jest_like(out: &str, _root: &str) -> Outcome {
+/// 2 passed (3)`, `FAIL file > name`); the tests docdex's reporters show running (`hung`).
+pub fn jest_like(out: &str, root: &str) -> Outcome {
     static COUNT: OnceLock<Option<Regex>> = OnceLock::new();
     let mut o = Outcome::default();
     for line in out.lines() {
@@ -1115,7 +1187,10 @@ pub fn jest_like(out: &str, _root: &str) -> Outcome {
                 runner: None,
             });
         } else if let Some(rest) = t.strip_prefix("FAIL ").or_else(|| t.strip_prefix("× ")) {
-            if let Some((file, name)) = rest.split_once(" > ") {
+            // vitest 3 also lists a file's tests below it, `× suite > name 6ms`, with no file.
+            let found = rest.split_once(" > ").map(|(f, n)| (f.trim(), n.trim()));
+            let is_file = |f: &str| f.contains('.') || f.contains('/');
+            if let Some((file, name)) = found.filter(|(f, n)| is_file(f) && !o.failures.iter().any(|x| x.name == *n)) {
                 o.failures.push(TestFailure {
                     name: name.trim().to_string(),
                     file: Some(file.trim().to_string()),
@@ -1126,6 +1201,8 @@ pub fn jest_like(out: &str, _root: &str) -> Outcome {
             }
         }
     }
+    // The tests docdex's reporter beside jest's or vitest's shows running.
+    o.hung = super::reporters::running(out, root);
     o
 }
 

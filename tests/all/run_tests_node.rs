@@ -1,0 +1,198 @@
+//! `docdex run-tests` on JavaScript projects with the real runners: mocha, jest and vitest from
+//! the npm registry (`.ci/run` installs them into a cache and exports its `node_modules` as
+//! DOCDEX_TEST_NODE_MODULES, which each fixture links in; without it the tests say they skipped,
+//! and fail under CI), and node's own test runner. A failing mocha test has its message and its
+//! line in the test file; a test that hangs is named when the timeout kills the run.
+
+use crate::util::{write, Env};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// Runs `docdex run-tests --json` and returns the exit code and the result.
+fn run_tests(env: &Env, repo: &Path, extra: &[&str]) -> (i32, Value) {
+    let mut args = vec!["run-tests", "--repo", repo.to_str().unwrap(), "--json"];
+    args.extend_from_slice(extra);
+    let out = env.run(&args);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("bad JSON ({e}): {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    });
+    (out.status.code().unwrap_or(-1), v)
+}
+
+/// The `node_modules` holding mocha, jest and vitest, if any (under CI it must exist).
+fn node_modules() -> Option<PathBuf> {
+    match std::env::var_os("DOCDEX_TEST_NODE_MODULES").filter(|p| !p.is_empty()) {
+        Some(p) => Some(PathBuf::from(p)),
+        None if std::env::var_os("CI").is_some() => {
+            panic!("CI must export DOCDEX_TEST_NODE_MODULES; .ci/run installs mocha, jest and vitest")
+        }
+        None => {
+            eprintln!(
+                "NOTICE: DOCDEX_TEST_NODE_MODULES is not set; skipping the mocha, jest and vitest runs (run .ci/run to install them)"
+            );
+            None
+        }
+    }
+}
+
+/// A package whose test script is `script`, its files, and the runners' `node_modules` linked in.
+fn project(env: &Env, name: &str, script: &str, files: &[(&str, &str)], modules: Option<&Path>) -> PathBuf {
+    let repo = env.repo(name);
+    let package = serde_json::json!({"name": name, "version": "1.0.0", "scripts": {"test": script}});
+    write(&repo, "package.json", package.to_string());
+    for (path, text) in files {
+        write(&repo, path, text);
+    }
+    if let Some(m) = modules {
+        std::os::unix::fs::symlink(m, repo.join("node_modules")).unwrap();
+    }
+    repo
+}
+
+/// A failure as (name, file, line, message).
+type Failure = (String, Option<String>, Option<u64>, Option<String>);
+
+/// Each failure of the result.
+fn failures(v: &Value) -> Vec<Failure> {
+    v["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().map(str::to_string);
+            (s("name").unwrap(), s("file"), f["line"].as_u64(), s("message"))
+        })
+        .collect()
+}
+
+/// Runs with a short timeout a project whose suite hangs, and returns the result.
+fn run_hung(env: &Env, repo: &Path, secs: &str) -> Value {
+    let started = std::time::Instant::now();
+    let (code, v) = run_tests(env, repo, &["--timeout", secs]);
+    assert!(started.elapsed().as_secs() < 90, "killed at the timeout");
+    assert_eq!((code, v["status"].as_str()), (1, Some("timed_out")), "{v}");
+    v
+}
+
+const MOCHA_TESTS: &str = "const assert = require('node:assert');\nconst { check } = require('./helper');\n\ndescribe('math', () => {\n  it('adds', () => {\n    assert.strictEqual(1 + 2, 3);\n  });\n  it('breaks', () => {\n    assert.strictEqual(1 + 1, 3);\n  });\n  it('checks', () => {\n    check(2);\n  });\n  it.skip('later', () => {});\n});\n";
+
+#[test]
+fn mocha_failures_have_their_message_and_line_and_a_hung_test_is_named() {
+    let Some(modules) = node_modules() else { return };
+    let env = Env::new();
+    let helper = "const assert = require('node:assert');\nexports.check = (n) => {\n  assert.ok(n === 1, 'n should be one');\n};\n";
+    let files = [("test/math.spec.js", MOCHA_TESTS), ("test/helper.js", helper)];
+    let repo = project(&env, "mocha", "mocha --reporter spec 'test/**/*.spec.js'", &files, Some(&modules));
+    let (code, v) = run_tests(&env, &repo, &[]);
+    assert_eq!((code, v["runner"].as_str(), v["status"].as_str()), (1, Some("npm"), Some("failed")), "{v}");
+    let counts = (v["passed"].as_u64(), v["failed"].as_u64(), v["skipped"].as_u64());
+    assert_eq!(counts, (Some(1), Some(2), Some(1)), "{v}");
+    // They had no message and no place: mocha's TAP gives a stack, no location.
+    let file = Some("test/math.spec.js".to_string());
+    assert_eq!(
+        failures(&v),
+        [
+            (
+                "math breaks".to_string(),
+                file.clone(),
+                Some(9),
+                Some("Expected values to be strictly equal: 2 !== 3".to_string())
+            ),
+            (
+                "math checks".to_string(),
+                file,
+                Some(12),
+                Some("n should be one (asserted at test/helper.js:3)".to_string())
+            ),
+        ],
+        "{v}"
+    );
+
+    // Timeouts off, as a suite waiting on a server may have them: the hung test is named, and
+    // one blocking the event loop is too (mocha's TAP printed neither).
+    let hang = "describe('slow', function () {\n  this.timeout(0);\n  it('quick', () => {});\n  it('waits forever', () => new Promise(() => {}));\n});\n";
+    let repo = project(&env, "mochahang", "mocha", &[("test/hang.spec.js", hang)], Some(&modules));
+    let v = run_hung(&env, &repo, "4");
+    assert_eq!(v["passed"].as_u64(), Some(1), "{v}");
+    let named = failures(&v);
+    assert_eq!(
+        named,
+        [(
+            "slow waits forever".to_string(),
+            Some("test/hang.spec.js".to_string()),
+            None,
+            Some("timed out after 4 s while running slow waits forever".to_string())
+        )],
+        "{v}"
+    );
+    write(&repo, "test/hang.spec.js", "it('spins', () => {\n  for (;;) {}\n});\n");
+    let v = run_hung(&env, &repo, "4");
+    assert_eq!(failures(&v)[0].0, "spins", "{v}");
+}
+
+#[test]
+fn node_names_the_subtest_that_hangs_and_a_file_hanging_outside_its_tests() {
+    let env = Env::new();
+    let hang = "const test = require('node:test');\ntest('quick', () => {});\ntest('outer', async (t) => {\n  await t.test('inner ok', () => {});\n  await t.test('inner hangs', () => new Promise(() => setInterval(() => {}, 1000)));\n});\n";
+    let repo = project(&env, "nodehang", "node --test", &[("test/hang.test.js", hang)], None);
+    let v = run_hung(&env, &repo, "4");
+    // node's TAP prints a test once it ends: docdex's reporter beside it names the one running.
+    assert_eq!(
+        failures(&v),
+        [(
+            "inner hangs".to_string(),
+            Some("test/hang.test.js".to_string()),
+            None,
+            Some("timed out after 4 s while running inner hangs (test/hang.test.js:5)".to_string())
+        )],
+        "{v}"
+    );
+    // Its TAP is read as before: the passing tests counted, no reporter line in the counts.
+    assert_eq!(v["passed"].as_u64(), Some(2), "{v}");
+    let top = "const test = require('node:test');\ntest('fine', () => {});\nsetInterval(() => {}, 1000);\n";
+    write(&repo, "test/hang.test.js", top);
+    let v = run_hung(&env, &repo, "4");
+    let named = failures(&v);
+    assert_eq!(named.len(), 1, "{v}");
+    assert_eq!((named[0].0.as_str(), named[0].1.as_deref()), ("test/hang.test.js", Some("test/hang.test.js")), "{v}");
+    assert!(named[0].3.as_deref().unwrap().contains("no test of it reported running"), "{v}");
+}
+
+#[test]
+fn jest_runs_counts_failures_and_names_the_test_that_hangs() {
+    let Some(modules) = node_modules() else { return };
+    let env = Env::new();
+    let tests = "describe('math', () => {\n  test('adds', () => {\n    expect(1 + 2).toBe(3);\n  });\n  test('breaks', () => {\n    expect(1 + 1).toBe(3);\n  });\n});\n";
+    let repo = project(&env, "jest", "jest", &[("test/math.test.js", tests)], Some(&modules));
+    let (code, v) = run_tests(&env, &repo, &[]);
+    assert_eq!((code, v["runner"].as_str(), v["status"].as_str()), (1, Some("jest"), Some("failed")), "{v}");
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(1), Some(1)), "{v}");
+    assert_eq!(failures(&v)[0].0, "math › breaks", "{v}");
+    // A test given more time than the run: jest's own timeout never strikes first.
+    let hang = "test('quick', () => {});\ntest('waits forever', () => new Promise(() => {}), 10 * 60 * 1000);\n";
+    write(&repo, "test/math.test.js", hang);
+    let v = run_hung(&env, &repo, "20");
+    let named = failures(&v);
+    assert_eq!(
+        (named[0].0.as_str(), named[0].1.as_deref(), named[0].3.as_deref()),
+        ("waits forever", Some("test/math.test.js"), Some("timed out after 20 s while running waits forever")),
+        "{v}"
+    );
+}
+
+#[test]
+fn vitest_runs_counts_failures_and_names_the_test_that_hangs() {
+    let Some(modules) = node_modules() else { return };
+    let env = Env::new();
+    let tests = "import { describe, test, expect } from 'vitest';\ndescribe('math', () => {\n  test('adds', () => {\n    expect(1 + 2).toBe(3);\n  });\n  test('breaks', () => {\n    expect(1 + 1).toBe(3);\n  });\n});\n";
+    let repo = project(&env, "vitest", "vitest", &[("test/math.test.mjs", tests)], Some(&modules));
+    let (code, v) = run_tests(&env, &repo, &[]);
+    assert_eq!((code, v["runner"].as_str(), v["status"].as_str()), (1, Some("vitest"), Some("failed")), "{v}");
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(1), Some(1)), "{v}");
+    assert_eq!(failures(&v)[0].0, "math > breaks", "{v}");
+    let hang = "import { test } from 'vitest';\ntest('quick', () => {});\ntest('waits forever', () => new Promise(() => {}), 10 * 60 * 1000);\n";
+    write(&repo, "test/math.test.mjs", hang);
+    let v = run_hung(&env, &repo, "20");
+    let named = failures(&v);
+    assert_eq!((named[0].0.as_str(), named[0].1.as_deref()), ("waits forever", Some("test/math.test.mjs")), "{v}");
+}
