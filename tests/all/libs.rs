@@ -1379,3 +1379,41 @@ fn a_libs_index_from_an_older_analyzer_is_rebuilt_from_the_cache() {
     assert_eq!(search("cafe creme"), ["widgetlib"]);
     assert!(!marker.is_file(), "not rebuilt without the docs");
 }
+
+/// A yarn or pnpm project that is not installed here had no npm docs: only package-lock.json
+/// was read, and each dependency was `no lockfile entry and not installed; left out` beside a
+/// yarn.lock or pnpm-lock.yaml that locks it. A crate under `[target.'cfg(..)'.dependencies]`
+/// was not read either (`Cargo.toml: 0 dependencies`).
+#[test]
+fn yarn_and_pnpm_lockfiles_pin_npm_packages_and_target_crates_are_read() {
+    let env = Env::new();
+    let repo = env.repo("yarnapp");
+    write(
+        &repo,
+        "package.json",
+        r#"{"dependencies": {"left-pad": "^1.3.0"}, "devDependencies": {"@types/node": "^20"}}"#,
+    );
+    write(
+        &repo,
+        "yarn.lock",
+        "# yarn lockfile v1\n\n\nleft-pad@^1.3.0:\n  version \"1.3.0\"\n  resolved \"https://registry.yarnpkg.com/left-pad/-/left-pad-1.3.0.tgz#5b8a\"\n\n\"@types/node@^20\":\n  version \"20.11.5\"\n",
+    );
+    write(&repo, "Cargo.toml", "[package]\nname = \"app\"\n[target.'cfg(unix)'.dependencies]\nmemchr = \"2\"\n");
+    write(&repo, "Cargo.lock", "version = 3\n[[package]]\nname = \"memchr\"\nversion = \"2.7.4\"\n");
+    let r = repo.to_str().unwrap();
+    let pinned = |v: &serde_json::Value| -> Vec<String> {
+        let packages = v["packages"].as_array().unwrap().iter();
+        packages.map(|p| format!("{}@{}", p["name"].as_str().unwrap(), p["version"].as_str().unwrap())).collect()
+    };
+    let v = env.json(&["libs", "fetch", "--repo", r, "--offline", "--json"]);
+    assert_eq!(pinned(&v), ["memchr@2.7.4", "@types/node@20.11.5", "left-pad@1.3.0"], "{v}");
+    assert!(!v["notes"].to_string().contains("left out"), "{v}");
+    std::fs::remove_file(repo.join("yarn.lock")).unwrap();
+    write(
+        &repo,
+        "pnpm-lock.yaml",
+        "lockfileVersion: '9.0'\n\nimporters:\n\n  .:\n    dependencies:\n      left-pad:\n        specifier: ^1.3.0\n        version: 1.3.0\n    devDependencies:\n      '@types/node':\n        specifier: ^20\n        version: 20.11.5(typescript@5.4.5)\n\npackages:\n\n  left-pad@1.3.0:\n    resolution: {integrity: sha512-x}\n",
+    );
+    let v = env.json(&["libs", "fetch", "--repo", r, "--offline", "--json"]);
+    assert_eq!(pinned(&v), ["memchr@2.7.4", "@types/node@20.11.5", "left-pad@1.3.0"], "{v}");
+}

@@ -953,3 +953,31 @@ fn a_name_only_the_browser_resolves_reaches_nothing_private() {
     let found = fetch(&engine, &typed).map(|r| r.page.markdown).unwrap_err().to_string();
     assert!(found.contains("is this machine"), "{found}");
 }
+
+/// Chromium shows an HTTP error with a body as a page, but fails one without a body
+/// (`net::ERR_HTTP_RESPONSE_CODE_FAILURE`), as registries, proxies and APIs send them: the
+/// fetch said so in Chromium's words, `libs fetch` took a bodiless 404 from docs.rs for an
+/// unreachable registry and asked it nothing more, and a 503 went without the host's back-off.
+/// Now it is `HTTP 404` / `HTTP 503`, as over plain HTTP, and a 503 backs the host off.
+#[test]
+fn an_error_answer_without_a_body_is_its_status_in_the_browser_too() {
+    if !have_browser() {
+        return;
+    }
+    let site = Fixture::start("127.0.0.1", |target, _, _| match target {
+        "/gone" => Reply::html("").status(404),
+        "/down" => Reply::html("").status(503),
+        _ => Reply::html(doc_page("Widgets", WIDGETS)),
+    });
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/html/"), "", "", ""));
+    let engine = env.engine();
+    let gone = fetch(&engine, &site.url("/gone")).unwrap_err().to_string();
+    assert!(gone.ends_with("/gone: HTTP 404"), "{gone}");
+    let down = fetch(&engine, &site.url("/down")).unwrap_err().to_string();
+    assert!(down.ends_with("/down: HTTP 503"), "{down}");
+    // The 503 pushed the host's next slot back (4x request_delay_ms), as plain HTTP does.
+    let next = fetch(&engine, &site.url("/doc/widgets")).expect("a page after the 503");
+    assert_eq!(next.page.via, FetchVia::Chromium, "{next:?}");
+    assert!(next.waited_ms >= 2500, "waited only {} ms after a 503", next.waited_ms);
+}

@@ -1,11 +1,13 @@
 //! Direct dependencies of a repository, pinned to the versions its lockfiles (or installed
-//! packages) say: Cargo.toml + Cargo.lock; package.json + package-lock.json (else the version
-//! installed in node_modules); requirements*.txt (`name==version`), pyproject.toml
+//! packages) say: Cargo.toml + Cargo.lock; package.json + package-lock.json, yarn.lock or
+//! pnpm-lock.yaml (else the version installed in node_modules); requirements*.txt (`name==version`), pyproject.toml
 //! (`[project] dependencies`, `[tool.poetry.dependencies]`) + poetry.lock / uv.lock, a Python
 //! manifest's exact pin (`==version`), else the version installed in the repository's
 //! virtualenv, standing in for a lock entry. Only the repository root's
 //! manifests are read; a dependency whose version cannot be pinned is reported in the notes and
 //! left out.
+
+mod npm_locks;
 
 use super::types::{Dependency, Ecosystem};
 use crate::engine::fsutil::{self, count};
@@ -143,9 +145,15 @@ fn rust(repo: &Path, d: &mut Detected) {
             }
         }
     };
-    for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
-        add_table(manifest.get(section));
-    }
+    // `[target.'cfg(unix)'.dependencies]` and the like: platform-specific, built all the same.
+    let mut add_sections = |t: &toml::Table| {
+        for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
+            add_table(t.get(section));
+        }
+    };
+    add_sections(&manifest);
+    let targets = manifest.get("target").and_then(|t| t.as_table()).into_iter().flat_map(|t| t.values());
+    targets.filter_map(|t| t.as_table()).for_each(&mut add_sections);
     add_table(manifest.get("workspace").and_then(|w| w.get("dependencies")));
     let locked = lock_packages(repo, "Cargo.lock", d);
     d.notes.push(format!("Cargo.toml: {}", count(names.len(), "dependency")));
@@ -175,25 +183,49 @@ fn lock_packages(repo: &Path, rel: &str, d: &mut Detected) -> BTreeMap<String, B
     out
 }
 
-fn node(repo: &Path, d: &mut Detected) {
-    let Some(pkg) = read_json(repo, "package.json", d) else { return };
-    let mut names = BTreeSet::new();
-    for section in ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"] {
-        if let Some(o) = pkg.get(section).and_then(|v| v.as_object()) {
-            names.extend(o.keys().cloned());
+/// The root npm lockfiles: package-lock.json, yarn.lock (v1 or berry), pnpm-lock.yaml.
+struct NpmLocks {
+    npm: Option<serde_json::Value>,
+    yarn: Option<String>,
+    pnpm: Option<String>,
+}
+
+impl NpmLocks {
+    fn read(repo: &Path, d: &mut Detected) -> NpmLocks {
+        NpmLocks {
+            npm: read_json(repo, "package-lock.json", d),
+            yarn: read_manifest(repo, "yarn.lock", d),
+            pnpm: read_manifest(repo, "pnpm-lock.yaml", d),
         }
     }
-    d.notes.push(format!("package.json: {}", count(names.len(), "dependency")));
-    let lock = read_json(repo, "package-lock.json", d);
-    for n in names {
-        let from_lock = lock.as_ref().and_then(|l| {
+
+    /// The version a lockfile locks for `name` (asked for as `range`), and which lockfile.
+    fn locked(&self, name: &str, range: &str) -> Option<(String, &'static str)> {
+        let npm = self.npm.as_ref().and_then(|l| {
             l.get("packages")
-                .and_then(|p| p.get(format!("node_modules/{n}")))
+                .and_then(|p| p.get(format!("node_modules/{name}")))
                 .and_then(|e| e.get("version"))
-                .or_else(|| l.get("dependencies").and_then(|p| p.get(&n)).and_then(|e| e.get("version")))
+                .or_else(|| l.get("dependencies").and_then(|p| p.get(name)).and_then(|e| e.get("version")))
                 .and_then(|v| v.as_str())
                 .map(str::to_string)
         });
+        npm.map(|v| (v, "package-lock.json"))
+            .or_else(|| self.yarn.as_deref().and_then(|t| npm_locks::yarn(t, name, range)).map(|v| (v, "yarn.lock")))
+            .or_else(|| self.pnpm.as_deref().and_then(|t| npm_locks::pnpm(t, name)).map(|v| (v, "pnpm-lock.yaml")))
+    }
+}
+
+fn node(repo: &Path, d: &mut Detected) {
+    let Some(pkg) = read_json(repo, "package.json", d) else { return };
+    let mut names = BTreeMap::new();
+    for section in ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"] {
+        if let Some(o) = pkg.get(section).and_then(|v| v.as_object()) {
+            names.extend(o.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())));
+        }
+    }
+    d.notes.push(format!("package.json: {}", count(names.len(), "dependency")));
+    let locks = NpmLocks::read(repo, d);
+    for (n, range) in names {
         let installed = || {
             fsutil::read_regular_text(
                 &repo.join("node_modules").join(&n).join("package.json"),
@@ -203,8 +235,8 @@ fn node(repo: &Path, d: &mut Detected) {
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
             .and_then(|v| v.get("version").and_then(|x| x.as_str()).map(str::to_string))
         };
-        let (version, by) = match from_lock {
-            Some(v) => (Some(v), "package-lock.json"),
+        let (version, by) = match locks.locked(&n, &range) {
+            Some((v, by)) => (Some(v), by),
             None => (installed(), "node_modules"),
         };
         match version {

@@ -326,6 +326,10 @@ struct Refused {
     /// The hosts of the documents let through, last one last: where a connection the
     /// browser's proxy did not make was going.
     hosts: Vec<String>,
+    /// The HTTP status of the last document response (a redirect's aside), seen when its
+    /// headers arrive: Chromium fails an error answer without a body
+    /// (`net::ERR_HTTP_RESPONSE_CODE_FAILURE`), and this is the status that failure stands for.
+    status: Option<u16>,
 }
 
 /// Why a document was failed in the tab.
@@ -361,6 +365,7 @@ impl TabRules {
         };
         let at_response = p.response_status_code.is_some() || p.response_error_reason.is_some();
         if at_response {
+            self.saw_status(ev);
             return match self.response_refusal(ev) {
                 Some(why) => {
                     self.note(None, Some(DocRefusal::Content(why)));
@@ -424,6 +429,17 @@ impl TabRules {
             length,
             self.max_bytes,
         )
+    }
+
+    /// Records a document's status (a redirect's aside: its target answers for the page).
+    fn saw_status(&self, ev: &RequestPausedEvent) {
+        let p = &ev.params;
+        let status = p.response_status_code.and_then(|s| u16::try_from(s).ok());
+        if let (true, Some(s), Ok(mut r)) = (p.resource_Type == ResourceType::Document, status, self.refused.lock()) {
+            if !(300..400).contains(&s) {
+                r.status = Some(s);
+            }
+        }
     }
 
     fn passed(&self, url: &str) {
@@ -524,6 +540,9 @@ pub fn render(
     if matches!(loaded, Load::Cancelled) {
         close_in_background(chromium, close);
         return Err(Error::Cancelled);
+    }
+    if let Some(status) = bodiless_error(&loaded, &refused) {
+        return Ok(Rendered { html: String::new(), final_url: url.to_string(), status: Some(status) });
     }
     // A dead browser answers no command: stopping its tab would wait out the timeout again.
     let browser_alive = !matches!(loaded, Load::BrowserGone);
@@ -717,6 +736,16 @@ fn load_outcome(
         ))),
         Load::Cancelled => Err(Error::Cancelled),
     }
+}
+
+/// The status of an error answer Chromium would not render: an HTTP error with an empty body
+/// fails the load as `net::ERR_HTTP_RESPONSE_CODE_FAILURE` (one with a body is shown, and its
+/// status read as any page's). Reported as the status, as plain HTTP reports it: a registry's
+/// bodiless 404 was taken for an unreachable registry, and a 5xx went without a back-off.
+fn bodiless_error(loaded: &Load, refused: &Mutex<Refused>) -> Option<u16> {
+    let Load::Failed(msg) = loaded else { return None };
+    let status = refused.lock().ok()?.status?;
+    (msg.contains("ERR_HTTP_RESPONSE_CODE_FAILURE") && status >= 400).then_some(status)
 }
 
 /// How a page load ended.
