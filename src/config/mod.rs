@@ -425,6 +425,9 @@ pub struct ServerConfig {
     /// legacy SSE (`/sse`) each: past it the least recently used session that never sent a
     /// request is ended, and when every one is in use a new one is refused (`503`).
     pub max_mcp_sessions: usize,
+    /// Repositories a daemon keeps mounted (each with its watcher and index writer), 1 to
+    /// 1024: mounting one more lets go of the least recently used, mounted again when named.
+    pub max_repos: usize,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -437,6 +440,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_concurrent_work", &self.max_concurrent_work)
             .field("work_wait_ms", &self.work_wait_ms)
             .field("max_mcp_sessions", &self.max_mcp_sessions)
+            .field("max_repos", &self.max_repos)
             .finish()
     }
 }
@@ -450,6 +454,7 @@ impl Default for ServerConfig {
             max_concurrent_work: 0,
             work_wait_ms: 5_000,
             max_mcp_sessions: 128,
+            max_repos: 64,
         }
     }
 }

@@ -7,13 +7,20 @@
 //!
 //! `docdex serve` mounts its one repo at start; `docdex daemon` mounts repos on
 //! `POST /v1/initialize` (and, for indexed repos, on first use).
+//!
+//! A keeper holds the repository's index writer, an OS watch per directory and a thread or
+//! eight (the writer's merge and indexing threads): about 2.5 MB, 8 threads and 7 descriptors a
+//! repository. A daemon mounted every repository a client named, for ever (150 mounts took
+//! 430 MB, 1,151 threads and 1,012 descriptors, which the connection cap counts on). At most
+//! `[server] max_repos` are kept: mounting one more stops the keeper of the one used least
+//! recently, which is mounted again (and caught up) when next named.
 
 use crate::engine::protocol::{FreshEvent, FreshState, Freshness, RepoRef, WatchReport};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -25,9 +32,17 @@ pub struct Mount {
     pub repo: RepoRef,
     engine: Engine,
     state: watch::Sender<FreshState>,
+    /// Set to stop this mount's keeper (at shutdown, or when it is let go for another).
+    stop: Arc<AtomicBool>,
+    /// When a request last named it (ms since the Unix epoch): the least recent is let go.
+    used: AtomicU64,
 }
 
 impl Mount {
+    fn touch(&self) {
+        self.used.store(crate::engine::fsutil::now_ms(), Ordering::Relaxed);
+    }
+
     /// The keeper's current state.
     pub fn state(&self) -> FreshState {
         self.state.borrow().clone()
@@ -52,23 +67,45 @@ pub struct Mounts {
     threads: Mutex<Vec<JoinHandle<()>>>,
     stop: Arc<AtomicBool>,
     watch: bool,
+    /// The most mounts kept (`[server] max_repos`).
+    max: usize,
 }
 
 impl Mounts {
-    /// An empty set; with `watch` false, mounts only read (no watcher, no writer).
-    pub fn new(engine: Engine, watch: bool) -> Mounts {
+    /// An empty set keeping at most `max` mounts; with `watch` false, mounts only read (no
+    /// watcher, no writer).
+    pub fn new(engine: Engine, watch: bool, max: usize) -> Mounts {
         Mounts {
             engine,
             mounts: Mutex::new(HashMap::new()),
             threads: Mutex::new(Vec::new()),
             stop: Arc::new(AtomicBool::new(false)),
             watch,
+            max: max.max(1),
         }
     }
 
-    /// The mount for a fingerprint, if mounted.
+    /// The mount for a fingerprint, if mounted (it counts as used).
     pub fn get(&self, fingerprint: &str) -> Option<Arc<Mount>> {
-        self.mounts.lock().ok()?.get(fingerprint).cloned()
+        let m = self.mounts.lock().ok()?.get(fingerprint).cloned()?;
+        m.touch();
+        Some(m)
+    }
+
+    /// Makes room for one more mount: stops the keeper of the least recently used one and
+    /// forgets it (its thread ends at its next batch; shutdown still joins it).
+    fn let_go_least_used(&self, mounts: &mut HashMap<String, Arc<Mount>>) {
+        while mounts.len() >= self.max {
+            let Some(fp) = mounts.iter().min_by_key(|(_, m)| m.used.load(Ordering::Relaxed)).map(|(fp, _)| fp.clone())
+            else {
+                return;
+            };
+            if let Some(m) = mounts.remove(&fp) {
+                m.stop.store(true, Ordering::SeqCst);
+                m.state.send_replace(FreshState::Stopped);
+                tracing::info!(repo = %m.repo.root.display(), max = self.max, "let go of the least recently used mount ([server] max_repos)");
+            }
+        }
     }
 
     /// Every mount, sorted by path.
@@ -84,24 +121,34 @@ impl Mounts {
         self.engine.check_servable(&repo)?;
         let mut mounts = self.mounts.lock().map_err(|_| Error::poisoned("the mount table"))?;
         if let Some(m) = mounts.get(&repo.fingerprint) {
+            m.touch();
             return Ok(m.clone());
         }
         if self.stop.load(Ordering::SeqCst) {
             return Err(Error::BadRequest("the server is shutting down".into()));
         }
+        self.let_go_least_used(&mut mounts);
         let initial = if self.watch { FreshState::CatchingUp } else { FreshState::Deferred { writer_pid: 0 } };
         let (tx, _) = watch::channel(initial);
-        let mount = Arc::new(Mount { repo: repo.clone(), engine: self.engine.clone(), state: tx });
+        let stop = Arc::new(AtomicBool::new(false));
+        let mount = Arc::new(Mount {
+            repo: repo.clone(),
+            engine: self.engine.clone(),
+            state: tx,
+            stop: stop.clone(),
+            used: AtomicU64::new(crate::engine::fsutil::now_ms()),
+        });
         mounts.insert(repo.fingerprint.clone(), mount.clone());
         drop(mounts);
         if self.watch {
-            let (engine, stop, m) = (self.engine.clone(), self.stop.clone(), mount.clone());
+            let (engine, m) = (self.engine.clone(), mount.clone());
             let name = format!("watch-{}", &repo.fingerprint[..8]);
             let handle = std::thread::Builder::new()
                 .name(name)
                 .spawn(move || keep_fresh(&engine, &m, &stop))
                 .map_err(|e| Error::io("starting the watcher thread for", &repo.root, e))?;
             if let Ok(mut t) = self.threads.lock() {
+                t.retain(|h| !h.is_finished());
                 t.push(handle);
             }
         }
@@ -112,6 +159,9 @@ impl Mounts {
     /// Stops every watcher and waits for them to release their writers.
     pub fn shutdown(&self) {
         self.stop.store(true, Ordering::SeqCst);
+        for m in self.all() {
+            m.stop.store(true, Ordering::SeqCst);
+        }
         let threads: Vec<JoinHandle<()>> = self.threads.lock().map(|mut t| t.drain(..).collect()).unwrap_or_default();
         for t in threads {
             let _ = t.join();

@@ -125,6 +125,10 @@ pub const MAX_WORK_SLOTS: usize = 256;
 /// (clients time out around a minute).
 pub const MAX_WORK_WAIT_MS: u64 = 60_000;
 
+/// The most `[server] max_repos` takes: each mount holds about 7 descriptors, and the
+/// connection cap leaves the engine a fixed few hundred.
+pub const MAX_REPOS: usize = 1024;
+
 /// The number of engine calls the server runs at once (`[server] max_concurrent_work`, 0 for
 /// the default), refusing a setting out of range rather than silently using another.
 fn work_slots(engine: &Engine) -> anyhow::Result<usize> {
@@ -142,6 +146,9 @@ fn work_slots(engine: &Engine) -> anyhow::Result<usize> {
     let most = super::mcp::sessions::MAX_SESSIONS;
     if !(1..=most).contains(&server.max_mcp_sessions) {
         bail!("[server] max_mcp_sessions = {} is out of range: it takes 1 to {most}", server.max_mcp_sessions);
+    }
+    if !(1..=MAX_REPOS).contains(&server.max_repos) {
+        bail!("[server] max_repos = {} is out of range: it takes 1 to {MAX_REPOS}", server.max_repos);
     }
     Ok(if server.max_concurrent_work == 0 { super::work::default_slots() } else { server.max_concurrent_work })
 }

@@ -78,7 +78,7 @@ impl AppState {
         body_limit: usize,
         exposed: bool,
     ) -> crate::Result<AppState> {
-        let mounts = Mounts::new(engine.clone(), watch);
+        let mounts = Mounts::new(engine.clone(), watch, engine.config().server.max_repos);
         let default_repo = match default_repo {
             Some(p) => Some(mounts.mount(p)?.repo.clone()),
             None => None,

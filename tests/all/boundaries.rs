@@ -250,3 +250,55 @@ async fn a_refused_token_says_what_was_wrong_and_two_authorization_fields_are_re
         assert_eq!(v["error"]["code"], "forbidden_host", "{host}: {v}");
     }
 }
+
+/// The number of threads process `pid` runs.
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.count()).unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_daemon_keeps_at_most_max_repos_mounted_and_mounts_a_let_go_one_again() {
+    let env = Env::new();
+    let repos: Vec<_> = (0..4)
+        .map(|i| {
+            let repo = env.repo(&format!("r{i}"));
+            write(&repo, "a.md", format!("tayra number{i}\n"));
+            assert!(env.run(&["index", "--repo", repo.to_str().unwrap()]).status.success());
+            repo
+        })
+        .collect();
+    std::fs::create_dir_all(env.home()).unwrap();
+    std::fs::write(env.home().join("config.toml"), "[server]\nmax_repos = 2\n").unwrap();
+    let daemon = Server::start(&env, &["daemon"], &[]);
+    let c = client();
+    let mounted = || async {
+        let v: Value = c.get(daemon.url("/healthz")).send().await.unwrap().json().await.unwrap();
+        v["repos_mounted"].as_u64().unwrap()
+    };
+    let search = |i: usize| {
+        let (c, url, repo) = (c.clone(), daemon.url("/v1/search"), repos[i].clone());
+        async move {
+            let body = json!({"query": format!("number{i}"), "repo": repo.to_str().unwrap()});
+            let v: Value = c.post(url).json(&body).send().await.unwrap().json().await.unwrap();
+            v["results"][0]["path"].as_str().map(str::to_string)
+        }
+    };
+    for (i, repo) in repos.iter().enumerate() {
+        let r = c
+            .post(daemon.url("/v1/initialize"))
+            .json(&json!({"rootUri": repo.to_str().unwrap()}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200, "initialize r{i}");
+        assert!(mounted().await <= 2, "every repository stayed mounted (its watcher and writer)");
+    }
+    let pid = daemon.child.id();
+    let before = threads_of(pid);
+    // A repository let go answers as before: mounted again, letting another go.
+    for i in [0, 1, 2, 3, 0] {
+        assert_eq!(search(i).await.as_deref(), Some("a.md"), "r{i}");
+        assert_eq!(mounted().await, 2);
+    }
+    eventually("the let-go keepers' threads end", || async { threads_of(pid) <= before + 2 }).await;
+}
