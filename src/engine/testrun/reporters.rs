@@ -1,11 +1,11 @@
-//! docdex's own reporters for the JavaScript runners (`reporters/`): mocha's TAP wrapped, and one
+//! docdex's own reporters for the JavaScript runners (`reporters/`): a TAP one for mocha, and one
 //! beside node's TAP and beside jest's and vitest's default reporters. Each prints a
 //! `# docdex:start {...}` / `# docdex:end {...}` line (JSON: the test's name and file) as a test,
 //! a test file or a mocha hook begins and ends. None of these runners prints a test before it
 //! ends (node's and mocha's TAP print it once it ends, jest and vitest a whole file once the file
 //! ends), so a run killed at its timeout named no test; the lines left without their end do.
 //!
-//! What they cannot name (checked with node 20.20, mocha 11.8, jest 30.5, vitest 3.2): a test
+//! What they cannot name (checked with node 20.20, mocha 11.8 and 12.0, jest 30.5, vitest 3.2): a test
 //! that blocks its process's event loop (`for (;;) {}`) under jest running in band (one file,
 //! or `--runInBand`: its reporters are called on the blocked loop) and under vitest (a worker
 //! sends its events in batches); node names only its file (the file's process sends nothing
