@@ -528,10 +528,12 @@ impl Engine {
         };
         match ready {
             Ok(q) => {
-                for (id, score) in db.knn(&q, limit)? {
-                    if let Some(memory) = db.get(&id)? {
-                        resp.results.push(MemoryHit { memory, score: round_score(score) });
-                    }
+                let (hits, nearest_below) = vector_recall(&db, &q, limit)?;
+                resp.results = hits;
+                if let (true, Some(best)) = (resp.results.is_empty(), nearest_below) {
+                    resp.notice = Some(format!(
+                        "no memory is close in meaning to the query: the nearest scored {best:.3}, under the {MIN_MEMORY_SIMILARITY} floor of related texts"
+                    ));
                 }
             }
             Err(why) => {
@@ -708,6 +710,30 @@ fn explain_damage(path: &Path, e: Error) -> Error {
             path.display()
         ),
     }
+}
+
+/// The least cosine similarity of a memory recalled by meaning. Sentence embedders score
+/// unrelated texts around 0 to 0.15, and recall handed every memory back for any query
+/// ("banana smoothie recipe" listed all five, down to -0.068), where matching words answers
+/// none; chat's memory slot, the highest priority in its budget, had the same floor.
+pub const MIN_MEMORY_SIMILARITY: f32 = 0.2;
+
+/// The `limit` memories nearest `query` at [`MIN_MEMORY_SIMILARITY`] or more, and, when some
+/// were nearer than nothing but under it, the best of those (for the notice).
+fn vector_recall(db: &MemoryDb, query: &[f32], limit: usize) -> Result<(Vec<MemoryHit>, Option<f32>)> {
+    let mut hits = Vec::new();
+    let mut nearest_below: Option<f32> = None;
+    for (id, score) in db.knn(query, limit)? {
+        let score = round_score(score);
+        if score < MIN_MEMORY_SIMILARITY {
+            nearest_below = Some(nearest_below.map_or(score, |b| b.max(score)));
+            continue;
+        }
+        if let Some(memory) = db.get(&id)? {
+            hits.push(MemoryHit { memory, score });
+        }
+    }
+    Ok((hits, nearest_below))
 }
 
 /// A similarity rounded to three decimals, never `-0.0`: a cosine a hair below 0 (orthogonal

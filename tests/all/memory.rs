@@ -40,7 +40,7 @@ fn store_recall_list_and_delete_by_meaning() {
     assert_eq!(r.results[0].memory.id, deploy);
     assert!(r.results[0].memory.embedded);
     assert_eq!(r.results[0].memory.metadata, json!({"source": "test"}));
-    assert!(r.results[0].score > r.results[1].score);
+    assert!(r.results.iter().skip(1).all(|h| h.score < r.results[0].score), "{r:?}");
     assert_eq!(recall(&engine, &repo, "error types in the engine").results[0].memory.id, style);
 
     let list = engine.memory_list(&repo, None).unwrap();
@@ -53,6 +53,30 @@ fn store_recall_list_and_delete_by_meaning() {
     assert!(recall(&engine, &repo, "error types in the engine").results.iter().all(|h| h.memory.id != style));
     let err = engine.memory_delete(&repo, &style).unwrap_err();
     assert!(matches!(err, Error::NotFound(_)), "{err:?}");
+}
+
+/// Recall by meaning handed every memory back for any query, unrelated ones down to negative
+/// similarities, where recall by words answers none: memories under the similarity floor are
+/// left out, and an answer left empty by it says how near the nearest came.
+#[test]
+fn recall_by_meaning_leaves_out_unrelated_memories_and_says_why_none_came() {
+    let server = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    let env = Env::new();
+    let repo = env.repo("r");
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let deploy = store(&engine, &repo, "Deploys go through the staging cluster before production");
+    store(&engine, &repo, "Prefer explicit error types over anyhow in the engine");
+
+    let r = recall(&engine, &repo, "unrelated banana smoothie recipe");
+    assert_eq!(r.mode, "vector");
+    assert!(r.results.is_empty(), "{r:?}");
+    let notice = r.notice.unwrap_or_default();
+    assert!(notice.starts_with("no memory is close in meaning to the query"), "{notice}");
+
+    let r = recall(&engine, &repo, "staging cluster deploys");
+    assert_eq!(r.results.iter().map(|h| h.memory.id.as_str()).collect::<Vec<_>>(), [deploy.as_str()], "{r:?}");
+    assert!(r.results[0].score >= docdex::engine::memory::MIN_MEMORY_SIMILARITY);
+    assert!(r.notice.is_none(), "{r:?}");
 }
 
 /// Recall and list handed a stored AWS key and password back verbatim, where search snippets

@@ -45,8 +45,8 @@ pub enum Availability<T> {
 }
 
 /// Repo memories closest to `query`, best first (`Engine::memory_recall`), with the recall's
-/// notice when it fell back to matching words. Memories recalled by meaning that are barely
-/// related (similarity under [`MIN_MEMORY_SIMILARITY`]) are left out: the memory slot has the
+/// notice when it fell back to matching words. Recall leaves out memories barely related in
+/// meaning (`memory::MIN_MEMORY_SIMILARITY`), which matters most here: the memory slot has the
 /// highest priority in the budget, so an unrelated note would push out repo code.
 pub fn recall_memory(
     engine: &Engine,
@@ -57,18 +57,13 @@ pub fn recall_memory(
     let query = crate::engine::limits::fit_query(query);
     let req = MemoryRecallRequest { query: query.into_owned(), limit: Some(limit) };
     let resp = engine.memory_recall(&repo.root, &req)?;
-    let by_meaning = resp.mode == "vector";
     let hits = resp
         .results
         .into_iter()
-        .filter(|h| !by_meaning || h.score >= MIN_MEMORY_SIMILARITY)
         .map(|h| RecalledMemory { id: h.memory.id, content: h.memory.content, score: h.score })
         .collect();
     Ok(Availability::Ready((hits, resp.notice)))
 }
-
-/// The least cosine similarity for a memory recalled by meaning to enter the prompt.
-pub const MIN_MEMORY_SIMILARITY: f32 = 0.2;
 
 /// At most `limit` files one import away from `changed` (both directions), dependents first,
 /// through the impact graph (`Engine::impact_neighbors`). Unavailable when the repository has
