@@ -895,7 +895,7 @@ fn locate_file(repo: &repos::RepoRef, file: &str) -> Result<LocatedFile> {
     let source = match index::sources::split(file) {
         Some((name, rel)) => match srcs.iter().find(|s| s.name == name) {
             Some(s) => Some((s, rel)),
-            None => return Err(Error::BadRequest(format!("no source named {name} in {}", repo.root.display()))),
+            None => return Err(index::sources::unknown(file.trim(), name, &srcs)),
         },
         None => None,
     };

@@ -302,3 +302,27 @@ async fn a_daemon_keeps_at_most_max_repos_mounted_and_mounts_a_let_go_one_again(
     }
     eventually("the let-go keepers' threads end", || async { threads_of(pid) <= before + 2 }).await;
 }
+
+#[test]
+fn reading_a_source_key_of_no_source_names_the_sources_there_are() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "a.md", "capybara\n");
+    let notes = env.repo("notes");
+    write(&notes, "n.md", "okapi\n");
+    let root = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", root]).status.success());
+    let out = env.run(&["get", "--repo", root, "//nope/n.md"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    // It said "no source named nope in R", where search named the sources or how to add one.
+    assert!(err.contains("//nope/n.md: the repository has no registered source named \"nope\" (it has none; `docdex add PATH` registers one)"), "{err}");
+    assert!(env.run(&["add", "--repo", root, notes.to_str().unwrap()]).status.success());
+    let out = env.run(&["get", "--repo", root, "//nope/n.md"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("its sources are notes"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(env.run(&["get", "--repo", root, "//notes/n.md"]).status.success());
+}

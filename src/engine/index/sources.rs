@@ -187,6 +187,17 @@ pub fn split(key: &str) -> Option<(&str, &str)> {
     key.strip_prefix(PREFIX)?.split_once('/')
 }
 
+/// The error for a `//name/...` path (`given`) naming no source of the repository: which
+/// sources it has, or how to register one. Search said so; get / open said only "no source
+/// named name in R".
+pub fn unknown(given: &str, name: &str, sources: &[Source]) -> Error {
+    let names: Vec<&str> = sources.iter().map(|s| s.name.as_str()).collect();
+    Error::BadRequest(match names.is_empty() {
+        true => format!("{given}: the repository has no registered source named {name:?} (it has none; `docdex add PATH` registers one)"),
+        false => format!("{given}: the repository has no registered source named {name:?}; its sources are {}", names.join(", ")),
+    })
+}
+
 /// A search's path prefix that names a registered source (`//notes/`, `//notes/care`), as its
 /// files' keys start: `None` for a prefix that is not a source key (a repository path). Hits
 /// from a source carry `//name/...` paths, and the prefix was refused as outside the
@@ -200,11 +211,7 @@ pub fn prefix(repo: &RepoRef, given: &str) -> Result<Option<String>> {
     let (name, inside) = rest.split_once('/').unwrap_or((rest, ""));
     let sources = load(&repo.state_dir);
     let Some(source) = sources.iter().find(|s| s.name == name) else {
-        let names: Vec<&str> = sources.iter().map(|s| s.name.as_str()).collect();
-        return Err(Error::BadRequest(match names.is_empty() {
-            true => format!("{given}: the repository has no registered source named {name:?} (it has none; `docdex add PATH` registers one)"),
-            false => format!("{given}: the repository has no registered source named {name:?}; its sources are {}", names.join(", ")),
-        }));
+        return Err(unknown(given, name, &sources));
     };
     let outside =
         || Error::OutsideSource { path: given.to_string(), source_name: name.to_string(), root: source.path.clone() };
