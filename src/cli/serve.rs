@@ -81,11 +81,20 @@ fn options(mode: Mode, repo: Option<PathBuf>, http: Option<HttpArgs>, common: &C
     if let Some(h) = http {
         o.bind = h.bind;
         o.expose = h.expose;
+        if h.auth_token.is_some() && token_on_command_line() {
+            eline!("docdex: warning: --auth-token puts the token in the process list, where every user of this machine can read it (ps, /proc/PID/cmdline); set DOCDEX_AUTH_TOKEN or [server] auth_token instead");
+        }
         o.auth_token = h.auth_token;
         o.enable_mcp = if h.disable_mcp { Some(false) } else { None };
         o.max_body_bytes = h.max_body_bytes;
     }
     o
+}
+
+/// Whether the token came as `--auth-token` on the command line (clap also reads it from
+/// `DOCDEX_AUTH_TOKEN`, which other users cannot read).
+fn token_on_command_line() -> bool {
+    std::env::args_os().any(|a| a.to_str().is_some_and(|a| a == "--auth-token" || a.starts_with("--auth-token=")))
 }
 
 /// `docdex serve`.

@@ -326,3 +326,21 @@ fn reading_a_source_key_of_no_source_names_the_sources_there_are() {
     );
     assert!(env.run(&["get", "--repo", root, "//notes/n.md"]).status.success());
 }
+
+#[tokio::test]
+async fn a_token_on_the_command_line_is_warned_about_and_one_from_the_environment_is_not() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "a.md", "tapir\n");
+    let root = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", root]).status.success());
+    let token = "tour15-0123456789abcdef";
+    let on_argv = Server::start(&env, &["serve", "--repo", root, "--no-watch", "--auth-token", token], &[]);
+    let warning = "--auth-token puts the token in the process list";
+    eventually("the warning", || async { on_argv.stderr.lock().unwrap().contains(warning) }).await;
+    drop(on_argv);
+    let from_env = Server::start(&env, &["serve", "--repo", root, "--no-watch"], &[("DOCDEX_AUTH_TOKEN", token)]);
+    let r = client().get(from_env.url("/healthz")).bearer_auth(token).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(!from_env.stderr.lock().unwrap().contains(warning), "{}", from_env.stderr.lock().unwrap());
+}
