@@ -15,7 +15,7 @@ use super::Lang;
 use crate::engine::cancel::CancelToken;
 use crate::engine::fsutil::FileLock;
 use crate::engine::index::manifest::Manifest;
-use crate::engine::index::status::RunWaiter;
+use crate::engine::index::status::{live_watcher, RunWaiter};
 use crate::engine::index::types::IndexProgress;
 use crate::engine::index::ProgressSink;
 use crate::engine::repos::RepoRef;
@@ -949,17 +949,22 @@ fn not_in_graph(repo: &RepoRef, file: &str) -> String {
     if Lang::from_path(Path::new(file)).is_none() {
         return "it exists but is not a code file docdex parses".to_string();
     }
-    let run = format!("`docdex index --repo {}`", shell_path(&repo.root));
+    let act = |verb: &str| match live_watcher(&repo.status_path()) {
+        Some(pid) => format!("the running watcher (pid {pid}) {verb} it within seconds: ask again then"),
+        None => format!("`docdex index --repo {}` {verb} it", shell_path(&repo.root)),
+    };
     let Some(entry) = Manifest::load(&repo.manifest_path()).files.remove(file) else {
-        return format!("it is not indexed yet (new since the last index run); {run} adds it");
+        return format!("it is not indexed yet (new since the last index run); {}", act("adds"));
     };
     match (entry.text_only, entry.skipped) {
         (_, Some(why)) => format!("it is not indexed ({why})"),
         (true, None) => format!(
-            "it is indexed as text but not parsed yet (the first index stopped before parsing it, or is parsing now); {run} parses it"
+            "it is indexed as text but not parsed yet (the first index stopped before parsing it, or is parsing now); {}",
+            act("parses")
         ),
         (false, None) => format!(
-            "it changed since the last index run, or the run that parsed it has not written the graph yet; {run} updates it"
+            "it changed since the last index run, or the run that parsed it has not written the graph yet; {}",
+            act("updates")
         ),
     }
 }

@@ -128,6 +128,16 @@ impl StatusData {
     }
 }
 
+/// The pid of a live watcher keeping the repository's index current, from its status file
+/// (`path`): advice to run `docdex index` is wrong while one runs, as `index` then has nothing
+/// to do.
+pub fn live_watcher(path: &std::path::Path) -> Option<u32> {
+    match StatusData::read(path) {
+        Some((d, false)) if d.watching && pid_alive(d.pid) => Some(d.pid),
+        _ => None,
+    }
+}
+
 /// Why a repository without an index has none yet, from its status file (`path`): a first
 /// run going on in a live process (with its phase and count), or one that ended before its
 /// first commit (killed, stopped, failed), with what to run. None when no run ever started.

@@ -698,3 +698,33 @@ fn a_repository_holding_docdexs_home_indexes_around_it() {
     assert_eq!(engine.status(&proj).unwrap().generation, settled, "the watcher keeps indexing its own state");
     assert!(indexed_paths(&engine, &proj).iter().all(|p| !p.starts_with("dxhome")));
 }
+
+/// With a watcher running, impact on a file the watcher has not taken in yet said "`docdex
+/// index` adds it", and `docdex index` then answered that the watcher keeps the index current,
+/// nothing to do (tour16 F6). The advice names the watcher now, and the file comes in.
+#[test]
+fn impact_on_a_file_a_running_watcher_has_not_taken_in_yet_names_the_watcher() {
+    use docdex::engine::code::impact::ImpactRequest;
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "app/main.py", "import app.db\n");
+    write(&repo, "app/db.py", "X = 1\n");
+    let engine = env.engine();
+    engine.index(&repo, &Default::default(), &crate::util::quiet()).unwrap();
+    let watcher = WatchProcess::start(&env, &repo);
+    watcher.signal(libc::SIGSTOP);
+    write(&repo, "app/cache.py", "import app.db\n");
+    let req = ImpactRequest { file: "app/cache.py".into(), ..Default::default() };
+    let err = engine.impact(&repo, &req).expect_err("not taken in yet").to_string();
+    let pid = watcher.0.id();
+    assert!(err.contains(&format!("the running watcher (pid {pid}) adds it within seconds")), "{err}");
+    assert!(!err.contains("docdex index"), "{err}");
+    watcher.signal(libc::SIGCONT);
+    eventually("the watcher takes the new file into the graph", || engine.impact(&repo, &req).is_ok());
+    drop(watcher);
+    // With no watcher, the advice is the index run again.
+    write(&repo, "app/later.py", "import app.db\n");
+    let req = ImpactRequest { file: "app/later.py".into(), ..Default::default() };
+    let err = engine.impact(&repo, &req).expect_err("not indexed yet").to_string();
+    assert!(err.contains("`docdex index --repo") && err.contains("adds it"), "{err}");
+}
