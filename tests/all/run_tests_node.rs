@@ -147,8 +147,10 @@ fn node_names_the_subtest_that_hangs_and_a_file_hanging_outside_its_tests() {
         )],
         "{v}"
     );
-    // Its TAP is read as before: the passing tests counted, no reporter line in the counts.
+    // Its TAP is read as before: the tests that ended counted; the reporter's lines are not shown.
     assert_eq!(v["passed"].as_u64(), Some(2), "{v}");
+    let tail = v["output_tail"].as_str().unwrap();
+    assert!(tail.contains("ok 1 - inner ok") && !tail.contains("# docdex:"), "{tail}");
     let top = "const test = require('node:test');\ntest('fine', () => {});\nsetInterval(() => {}, 1000);\n";
     write(&repo, "test/hang.test.js", top);
     let v = run_hung(&env, &repo, "4");

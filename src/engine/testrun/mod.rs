@@ -795,9 +795,13 @@ fn go_module(root: &Path) -> Option<String> {
     })
 }
 
+/// The output's last lines for `output_tail`, without the `# docdex:` lines of docdex's own
+/// JavaScript reporters (`reporters`), which are for docdex to read, not for the reader.
 fn tail(lines: &[String]) -> String {
-    let from = lines.len().saturating_sub(TAIL_LINES);
-    let mut text = strip_ansi(&lines[from..].join("\n")).into_owned();
+    let shown: Vec<&str> =
+        lines.iter().map(String::as_str).filter(|l| !l.trim_start().starts_with("# docdex:")).collect();
+    let from = shown.len().saturating_sub(TAIL_LINES);
+    let mut text = strip_ansi(&shown[from..].join("\n")).into_owned();
     if text.len() > TAIL_BYTES {
         let mut cut = text.len() - TAIL_BYTES;
         while !text.is_char_boundary(cut) {
