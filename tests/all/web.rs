@@ -981,3 +981,44 @@ fn an_error_answer_without_a_body_is_its_status_in_the_browser_too() {
     assert_eq!(next.page.via, FetchVia::Chromium, "{next:?}");
     assert!(next.waited_ms >= 2500, "waited only {} ms after a 503", next.waited_ms);
 }
+
+/// Over plain HTTP a `text/plain` page went to the HTML extractor as it came: its lines ran
+/// together into one paragraph (`Title ===== Para one line two`) and `<b>` in it was read as
+/// markup, while Chromium shows it as one preformatted block. Both fetchers now read it alike.
+#[test]
+fn a_text_page_keeps_its_lines_over_plain_http_as_in_the_browser() {
+    const TEXT: &str = "Title\n=====\n\nfn main() {\n    let x = <b>1</b> & 2;\n}\n";
+    let site = Fixture::start("127.0.0.1", |_, _, _| Reply { content_type: "text/plain", ..Reply::html(TEXT) });
+    let read = |scraper: &str| {
+        let env = Env::new();
+        env.write_config(&web_config(&site.url("/html/"), "", "", scraper));
+        fetch(&env.engine(), &site.url("/notes.txt")).expect("fetch").page
+    };
+    let http = read("engine = \"http\"\n");
+    assert_eq!(http.via, FetchVia::Http);
+    for line in ["Title\n=====\n", "fn main() {\n", "    let x = <b>1</b> & 2;\n}"] {
+        assert!(http.markdown.contains(line), "{line:?} not kept: {}", http.markdown);
+    }
+    if have_browser() {
+        let chromium = read("");
+        assert_eq!(chromium.via, FetchVia::Chromium);
+        assert_eq!(chromium.markdown, http.markdown, "the two fetchers read the page alike");
+    }
+}
+
+/// Chromium's failures reached the user in its own words (`Navigate failed:
+/// net::ERR_TOO_MANY_REDIRECTS`) where plain HTTP said `more than 5 redirects`.
+#[test]
+fn a_redirect_loop_in_the_browser_is_said_in_words() {
+    if !have_browser() {
+        return;
+    }
+    let site = Fixture::start("127.0.0.1", |_, _, _| Reply {
+        headers: vec![("Location".into(), "/loop".into())],
+        ..Reply::html("").status(302)
+    });
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/html/"), "", "", ""));
+    let e = fetch(&env.engine(), &site.url("/loop")).unwrap_err().to_string();
+    assert!(e.ends_with("/loop: redirects too many times (a redirect loop) (net::ERR_TOO_MANY_REDIRECTS)"), "{e}");
+}

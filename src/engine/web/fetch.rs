@@ -279,6 +279,29 @@ pub fn textual(content_type: &str) -> bool {
     ct.is_empty() || ct.contains("html") || ct.starts_with("text/") || ct.contains("xml")
 }
 
+/// A text page as the markup the browser makes of it: Chromium shows a `text/plain` (or any
+/// `text/` type but HTML and XML) document as one `<pre>` block, its markup escaped. Plain HTTP
+/// handed such a body to the HTML extractor as it came, which ran its lines together (a
+/// README.txt, a raw source file became one paragraph) and read `<b>` in it as markup.
+pub fn as_page(body: String, content_type: &str) -> String {
+    let ct = content_type.trim().to_ascii_lowercase();
+    if !ct.starts_with("text/") || ct.contains("html") || ct.contains("xml") {
+        return body;
+    }
+    let mut page = String::with_capacity(body.len() + 64);
+    page.push_str("<html><head></head><body><pre>");
+    for c in body.chars() {
+        match c {
+            '&' => page.push_str("&amp;"),
+            '<' => page.push_str("&lt;"),
+            '>' => page.push_str("&gt;"),
+            c => page.push(c),
+        }
+    }
+    page.push_str("</pre></body></html>");
+    page
+}
+
 /// Why a document response is refused before its body is read, when it is: not a text page,
 /// served as a download (which the browser would write to the user's Downloads folder), or
 /// declared larger than `max_bytes`.
@@ -859,7 +882,33 @@ fn load_error(url: &Url, msg: &str, refused: Option<DocRefusal>, timeout: Durati
             timeout.as_secs()
         ));
     }
-    Error::Upstream(format!("{url}: {msg}"))
+    match chromium_words(msg) {
+        Some((code, words)) => Error::Upstream(format!("{url}: {words} ({code})")),
+        None => Error::Upstream(format!("{url}: {msg}")),
+    }
+}
+
+/// Chromium's `net::ERR_...` codes for a failed navigation that have a plainer name: they
+/// reached the user as `Navigate failed: net::ERR_TOO_MANY_REDIRECTS` while plain HTTP said
+/// `more than 5 redirects`. The code is kept beside the words, for a search.
+fn chromium_words(msg: &str) -> Option<(&str, &'static str)> {
+    const WORDS: [(&str, &str); 9] = [
+        ("net::ERR_TOO_MANY_REDIRECTS", "redirects too many times (a redirect loop)"),
+        (
+            "net::ERR_ABORTED",
+            "the browser would not show it as a page: a type it downloads rather than displays, and docdex denies every download",
+        ),
+        ("net::ERR_EMPTY_RESPONSE", "the server closed the connection without answering"),
+        ("net::ERR_CONNECTION_RESET", "the connection was reset"),
+        ("net::ERR_CONNECTION_CLOSED", "the server closed the connection"),
+        ("net::ERR_SSL_", "the TLS handshake failed (is it an HTTPS port?)"),
+        ("net::ERR_CERT_", "the server's TLS certificate is not trusted"),
+        ("net::ERR_INVALID_", "the server's answer is not valid HTTP"),
+        ("net::ERR_CONTENT_DECODING_FAILED", "the page's compressed body could not be decoded"),
+    ];
+    let code = msg.split_whitespace().find(|w| w.starts_with("net::ERR_"))?;
+    let code = code.trim_end_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_');
+    WORDS.iter().find(|(prefix, _)| code.starts_with(prefix)).map(|(_, words)| (code, *words))
 }
 
 /// Denies downloads in the tab's browser context, so a page's script (a `blob:` link clicked)
@@ -925,6 +974,34 @@ impl Drop for CloseTab {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chromium_failures_are_said_in_words_with_their_code() {
+        let u = Url::parse("http://e.org/x").unwrap();
+        let t = Duration::from_secs(15);
+        let said = |msg: &str| load_error(&u, msg, None, t).to_string();
+        assert_eq!(
+            said("Navigate failed: net::ERR_TOO_MANY_REDIRECTS"),
+            "http://e.org/x: redirects too many times (a redirect loop) (net::ERR_TOO_MANY_REDIRECTS)"
+        );
+        assert!(said("Navigate failed: net::ERR_ABORTED").contains("docdex denies every download (net::ERR_ABORTED)"));
+        assert!(said("Navigate failed: net::ERR_SSL_PROTOCOL_ERROR").contains("TLS handshake failed"));
+        assert!(said("Navigate failed: net::ERR_CERT_AUTHORITY_INVALID").contains("not trusted"));
+        // A code without plainer words is passed on as Chromium said it.
+        assert_eq!(
+            said("Navigate failed: net::ERR_BLOCKED_BY_XYZ"),
+            "http://e.org/x: Navigate failed: net::ERR_BLOCKED_BY_XYZ"
+        );
+    }
+
+    #[test]
+    fn a_text_page_is_one_preformatted_block_as_the_browser_shows_it() {
+        let page = as_page("a <b>x</b> & y\nline two".into(), "text/plain; charset=utf-8");
+        assert_eq!(page, "<html><head></head><body><pre>a &lt;b&gt;x&lt;/b&gt; &amp; y\nline two</pre></body></html>");
+        for markup in ["text/html", "application/xhtml+xml", "text/xml", ""] {
+            assert_eq!(as_page("<p>x</p>".into(), markup), "<p>x</p>", "{markup}");
+        }
+    }
 
     #[test]
     fn documents_are_read_only_when_text_not_a_download_and_within_the_cap() {

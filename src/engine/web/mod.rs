@@ -522,7 +522,7 @@ impl Engine {
                 if !fetch::textual(&a.content_type) {
                     return Err(Error::Upstream(format!("{url}: not a text page ({})", a.content_type)));
                 }
-                (a.body, a.final_url.to_string(), Some(a.status), FetchVia::Http)
+                (fetch::as_page(a.body, &a.content_type), a.final_url.to_string(), Some(a.status), FetchVia::Http)
             }
         })
     }
