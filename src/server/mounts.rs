@@ -40,7 +40,7 @@ pub struct Mount {
 
 impl Mount {
     fn touch(&self) {
-        self.used.store(crate::engine::fsutil::now_ms(), Ordering::Relaxed);
+        self.used.store(crate::engine::protocol::now_ms(), Ordering::Relaxed);
     }
 
     /// The keeper's current state.
@@ -136,7 +136,7 @@ impl Mounts {
             engine: self.engine.clone(),
             state: tx,
             stop: stop.clone(),
-            used: AtomicU64::new(crate::engine::fsutil::now_ms()),
+            used: AtomicU64::new(crate::engine::protocol::now_ms()),
         });
         mounts.insert(repo.fingerprint.clone(), mount.clone());
         drop(mounts);
