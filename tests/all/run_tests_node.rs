@@ -2,7 +2,8 @@
 //! the npm registry (`.ci/run` installs them into a cache and exports its `node_modules` as
 //! DOCDEX_TEST_NODE_MODULES, which each fixture links in; without it the tests say they skipped,
 //! and fail under CI), and node's own test runner. A failing mocha test has its message and its
-//! line in the test file; a test that hangs is named when the timeout kills the run.
+//! line in the test file, as do jest's and vitest's; a test that hangs is named when the timeout
+//! kills the run.
 
 use crate::util::{write, Env};
 use serde_json::Value;
@@ -169,7 +170,10 @@ fn jest_runs_counts_failures_and_names_the_test_that_hangs() {
     let (code, v) = run_tests(&env, &repo, &[]);
     assert_eq!((code, v["runner"].as_str(), v["status"].as_str()), (1, Some("jest"), Some("failed")), "{v}");
     assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(1), Some(1)), "{v}");
-    assert_eq!(failures(&v)[0].0, "math › breaks", "{v}");
+    // Named only before: now its message and its line in the test file too.
+    let f = &failures(&v)[0];
+    assert_eq!((f.0.as_str(), f.1.as_deref(), f.2), ("math › breaks", Some("test/math.test.js"), Some(6)), "{v}");
+    assert!(f.3.as_deref().unwrap().starts_with("expect(received).toBe(expected)"), "{v}");
     // A test given more time than the run: jest's own timeout never strikes first.
     let hang = "test('quick', () => {});\ntest('waits forever', () => new Promise(() => {}), 10 * 60 * 1000);\n";
     write(&repo, "test/math.test.js", hang);
@@ -191,7 +195,9 @@ fn vitest_runs_counts_failures_and_names_the_test_that_hangs() {
     let (code, v) = run_tests(&env, &repo, &[]);
     assert_eq!((code, v["runner"].as_str(), v["status"].as_str()), (1, Some("vitest"), Some("failed")), "{v}");
     assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(1), Some(1)), "{v}");
-    assert_eq!(failures(&v)[0].0, "math > breaks", "{v}");
+    let f = &failures(&v)[0];
+    assert_eq!((f.0.as_str(), f.1.as_deref(), f.2), ("math > breaks", Some("test/math.test.mjs"), Some(7)), "{v}");
+    assert!(f.3.as_deref().unwrap().starts_with("AssertionError: expected 2 to be 3"), "{v}");
     let hang = "import { test } from 'vitest';\ntest('quick', () => {});\ntest('waits forever', () => new Promise(() => {}), 10 * 60 * 1000);\n";
     write(&repo, "test/math.test.mjs", hang);
     let v = run_hung(&env, &repo, "20");

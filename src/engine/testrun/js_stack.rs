@@ -37,12 +37,13 @@ fn frame(line: &str, root: &str) -> Option<(String, u32, bool)> {
     Some((file, n, test_fn))
 }
 
-/// The failure's place from its stack: the test function's frame (mocha's `Context.<anonymous>`),
-/// else the innermost frame in the repository.
-pub(super) fn place(stack: &[String], root: &str) -> Option<Place> {
+/// The failure's place from its stack: the test function's frame (mocha's `Context.<anonymous>`,
+/// or the innermost in `test_file`, the failing test's file where the output names it), else the
+/// innermost frame in the repository.
+pub(super) fn place(stack: &[String], root: &str, test_file: Option<&str>) -> Option<Place> {
     let frames: Vec<(String, u32, bool)> = stack.iter().filter_map(|l| frame(l, root)).collect();
     let innermost = frames.first()?;
-    let test = frames.iter().find(|f| f.2).unwrap_or(innermost);
+    let test = frames.iter().find(|f| f.2 || test_file == Some(f.0.as_str())).unwrap_or(innermost);
     let asserted_at =
         (test.0 != innermost.0 || test.1 != innermost.1).then(|| format!("{}:{}", innermost.0, innermost.1));
     Some(Place { file: test.0.clone(), line: Some(test.1), asserted_at })
@@ -64,10 +65,16 @@ pub(super) fn timeout_file(message: &str, root: &str) -> Option<Place> {
 /// function's line, its message ending `(asserted at test/helper.js:2)` when a helper asserted;
 /// a mocha timeout at its file.
 pub(super) fn place_failure(f: &mut TestFailure, stack: &[String], root: &str) {
+    place_failure_in(f, stack, root, None);
+}
+
+/// [`place_failure`], the test's own file known (jest's and vitest's headers name it).
+pub(super) fn place_failure_in(f: &mut TestFailure, stack: &[String], root: &str, test_file: Option<&str>) {
     if f.file.is_some() {
         return;
     }
-    let Some(p) = place(stack, root).or_else(|| f.message.as_deref().and_then(|m| timeout_file(m, root))) else {
+    let Some(p) = place(stack, root, test_file).or_else(|| f.message.as_deref().and_then(|m| timeout_file(m, root)))
+    else {
         return;
     };
     (f.file, f.line) = (Some(p.file), p.line);
@@ -105,7 +112,7 @@ mod tests {
         let stack = lines(
             "AssertionError [ERR_ASSERTION]: n should be one\n    at exports.check (test/helper.js:2:33)\n    at Context.<anonymous> (test/b.spec.js:2:28)\n    at process.processImmediate (node:internal/timers:483:21)",
         );
-        let p = place(&stack, "/r").unwrap();
+        let p = place(&stack, "/r", None).unwrap();
         assert_eq!(
             p,
             Place { file: "test/b.spec.js".into(), line: Some(2), asserted_at: Some("test/helper.js:2".into()) }
@@ -113,14 +120,14 @@ mod tests {
         // ESM: file URLs, made relative; async frames.
         let esm = lines("Error: x\n    at async Context.<anonymous> (file:///r/test/c.spec.mjs:5:12)");
         assert_eq!(
-            place(&esm, "/r").unwrap(),
+            place(&esm, "/r", None).unwrap(),
             Place { file: "test/c.spec.mjs".into(), line: Some(5), asserted_at: None }
         );
         // Only node's and dependencies' frames: no place.
         let deps = lines(
             "Error: y\n    at listOnTimeout (node:internal/timers:581:17)\n    at x (/r/node_modules/m/a.js:1:1)",
         );
-        assert_eq!(place(&deps, "/r"), None);
+        assert_eq!(place(&deps, "/r", None), None);
     }
 
     #[test]

@@ -21,6 +21,7 @@ mod config_command;
 mod go_timeout;
 mod group;
 mod hung;
+mod jest;
 mod js_stack;
 mod location;
 mod multi;

@@ -629,7 +629,7 @@ fn ran_as_a_file(rest: &str) -> bool {
 
 /// A YAML block's lines as one message: the non-empty lines joined by a space, cut at
 /// `MAX_MESSAGE_CHARS` (`Expected values to be strictly equal: 'a' !== 'b'`).
-fn joined(lines: &[String]) -> Option<String> {
+pub(super) fn joined(lines: &[String]) -> Option<String> {
     // A caret line under a diff (`        ^`) points at a column, which one line loses.
     let text = lines
         .iter()
@@ -1157,53 +1157,10 @@ fn go_location(t: &str) -> Option<(String, Option<u32>, String)> {
 }
 
 /// jest (`Tests: 1 failed, 2 passed, 3 total`, `● Suite › name`) and vitest (`Tests  1 failed |
-/// 2 passed (3)`, `FAIL file > name`); the tests docdex's reporters show running (`hung`).
+/// 2 passed (3)`, `FAIL file > name`): counts, failures with their messages and places, and the
+/// tests docdex's reporters show running (`jest`).
 pub fn jest_like(out: &str, root: &str) -> Outcome {
-    static COUNT: OnceLock<Option<Regex>> = OnceLock::new();
-    let mut o = Outcome::default();
-    for line in out.lines() {
-        let t = line.trim();
-        if t.starts_with("No tests found") || t.starts_with("No test files found") {
-            o.none_found = true;
-        } else if t.starts_with("Tests:") || t.starts_with("Tests ") {
-            o.counted = true;
-            for c in re(&COUNT, r"(\d+) (passed|failed|skipped|todo)")
-                .map(|r| r.captures_iter(t).collect::<Vec<_>>())
-                .unwrap_or_default()
-            {
-                let n: u32 = c[1].parse().unwrap_or(0);
-                match &c[2] {
-                    "passed" => o.passed = n,
-                    "failed" => o.failed = n,
-                    _ => o.skipped += n,
-                }
-            }
-        } else if let Some(name) = t.strip_prefix("● ").filter(|n| n.contains(" › ")) {
-            o.failures.push(TestFailure {
-                name: name.to_string(),
-                file: None,
-                line: None,
-                message: None,
-                runner: None,
-            });
-        } else if let Some(rest) = t.strip_prefix("FAIL ").or_else(|| t.strip_prefix("× ")) {
-            // vitest 3 also lists a file's tests below it, `× suite > name 6ms`, with no file.
-            let found = rest.split_once(" > ").map(|(f, n)| (f.trim(), n.trim()));
-            let is_file = |f: &str| f.contains('.') || f.contains('/');
-            if let Some((file, name)) = found.filter(|(f, n)| is_file(f) && !o.failures.iter().any(|x| x.name == *n)) {
-                o.failures.push(TestFailure {
-                    name: name.trim().to_string(),
-                    file: Some(file.trim().to_string()),
-                    line: None,
-                    message: None,
-                    runner: None,
-                });
-            }
-        }
-    }
-    // The tests docdex's reporter beside jest's or vitest's shows running.
-    o.hung = super::reporters::running(out, root);
-    o
+    super::jest::read(out, root)
 }
 
 #[cfg(test)]
