@@ -1048,3 +1048,32 @@ fn an_index_run_keeps_the_file_table_its_first_search_reads() {
     assert_eq!(hit_paths(&env.engine(), &repo, "osprey dives").first().map(String::as_str), Some("src/osprey.rs"));
     assert_eq!(file_table_identity(&env, &repo), Some(changed));
 }
+
+/// A FIFO or a socket in the tree was passed over without a word, while binary files, links
+/// and files over the size limit are listed with why: now they are listed too, and `status`
+/// counts them.
+#[test]
+fn fifos_and_sockets_in_the_tree_are_listed_as_skipped() {
+    let env = Env::new();
+    let repo = env.repo("special");
+    write(&repo, "src/main.rs", "fn main() {}\n");
+    let made = std::process::Command::new("mkfifo").arg(repo.join("pipe.txt")).status().expect("mkfifo");
+    assert!(made.success());
+    let _socket = std::os::unix::net::UnixListener::bind(repo.join("agent.sock")).expect("bind a socket");
+    let s = index(&env, &repo);
+    let mut skipped: Vec<(String, String)> = s.skipped.iter().map(|f| (f.path.clone(), f.reason.clone())).collect();
+    skipped.sort();
+    assert_eq!(
+        skipped,
+        [
+            ("agent.sock".to_string(), "not a regular file (a socket); docdex reads regular files only".to_string()),
+            ("pipe.txt".to_string(), "not a regular file (a FIFO); docdex reads regular files only".to_string()),
+        ],
+        "{s:?}"
+    );
+    assert_eq!(s.files, 1);
+    let out = env.run(&["status", "--repo", repo.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("2 not a regular file"), "{text}");
+    assert!(text.contains("skipped pipe.txt: not a regular file (a FIFO)"), "{text}");
+}
