@@ -271,6 +271,12 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
         s.bytes_read as f64 / 1048576.0,
         s.generation
     ));
+    if let Some(pid) = s.resumed {
+        out.line(&format!(
+            "{} the run of pid {pid} was interrupted (killed or crashed) before it finished; this run completed its work",
+            out.paint("1;32", "resumed")
+        ));
+    }
     if s.text_first {
         out.line(&format!(
             "{} first files after {:.2}s, every file (as text) after {:.2}s; symbols and graph followed",

@@ -119,6 +119,9 @@ pub struct IndexSession {
     /// The manifest lags the index (a run died between commit and manifest write), so
     /// any path may have chunks the manifest does not know about.
     manifest_behind: bool,
+    /// The pid of a run an earlier process left unfinished, until this session's first
+    /// complete run (which finishes its work) reports it.
+    resumed: Option<u32>,
     /// Manifest entries changed that need no index commit (a file touched but not changed, a
     /// file newly skipped): saved at the end of a run that commits nothing, so the next run
     /// does not read those files again.
@@ -239,6 +242,7 @@ impl IndexSession {
             compacting: false,
             manifest_behind,
             manifest_dirty: false,
+            resumed: status.interrupted_run(),
             status,
             code: code_pass,
             with_code: code,
@@ -425,7 +429,8 @@ impl IndexSession {
             self.switch_generation()?;
             // The next run of this session (a watcher's) updates a live index.
             self.rebuilt = false;
-            Ok(summary)
+            // Only this session's first complete run finished the interrupted one's work.
+            Ok(IndexSummary { resumed: self.resumed.take(), ..summary })
         });
         let result = result.map_err(|e| self.failed(e));
         match &result {

@@ -227,16 +227,27 @@ impl RunWaiter {
 pub struct StatusFile {
     path: PathBuf,
     data: Arc<Mutex<(StatusData, u64)>>,
+    /// The pid of a run an earlier process left unfinished (killed, crashed), as the file said
+    /// when this handle was made, before this process's run overwrote it.
+    interrupted: Option<u32>,
 }
 
 impl StatusFile {
     /// A handle for `path`, carrying over the last event from an earlier process.
     pub fn new(path: PathBuf) -> Self {
         let mut data = StatusData::default();
-        if let Some((old, _)) = StatusData::read(&path) {
+        let mut interrupted = None;
+        if let Some((old, dead)) = StatusData::read(&path) {
+            interrupted = dead.then_some(old.pid);
             data.last_event = old.last_event;
         }
-        StatusFile { path, data: Arc::new(Mutex::new((data, 0))) }
+        StatusFile { path, data: Arc::new(Mutex::new((data, 0))), interrupted }
+    }
+
+    /// The pid of the run an earlier process left unfinished, when there was one: the run
+    /// about to start finishes its work, and says so.
+    pub fn interrupted_run(&self) -> Option<u32> {
+        self.interrupted
     }
 
     fn with(&self, force: bool, f: impl FnOnce(&mut StatusData)) {

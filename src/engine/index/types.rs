@@ -105,6 +105,12 @@ pub struct IndexSummary {
     /// Warnings about the run that did not stop it (the free-disk check).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The pid of an earlier run that was interrupted (killed, crashed) before it finished,
+    /// whose work this run completed: what it had committed stayed, and this run read and
+    /// parsed what it had not (the counts say what changed since; a file it had committed as
+    /// text and this run parsed is in `code`, not in `added`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<u32>,
     /// What the code pass (symbols, AST, imports) did, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<CodeIndexSummary>,

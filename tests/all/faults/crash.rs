@@ -303,6 +303,13 @@ fn a_first_index_running_or_killed_before_its_commit_is_named() {
     // The engine's own status (`/v1/status`, MCP `docdex_status`) says so too.
     let e = env.engine().status(&repo).expect_err("not indexed");
     assert!(matches!(e, docdex::Error::FirstIndexPending { .. }) && e.code() == "not_indexed", "{e}");
+    // The run that finishes it says so (tour17 F6: it said nothing of the killed run).
+    let out = env.run(&["index", "--repo", r]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains(&format!("resumed the run of pid {pid} was interrupted (killed or crashed)")), "{said}");
+    let again = env.json(&["index", "--repo", r, "--json"]);
+    assert!(again.get("resumed").is_none(), "only the first run after the kill resumes: {again}");
 }
 
 #[test]
@@ -342,6 +349,7 @@ fn a_large_first_index_answers_as_text_before_its_parse_and_a_kill_then_loses_no
     // The next run parses what the text pass left, as a completion rather than a change.
     let summary = env.json(&["index", "--repo", r, "--json"]);
     assert_eq!((summary["added"].as_u64(), summary["updated"].as_u64()), (Some(0), Some(0)), "{summary}");
+    assert_eq!(summary["resumed"], run.id(), "the run names the killed one it completed: {summary}");
     assert!(summary.get("text_first").is_none(), "files already searchable as text get no second text pass: {summary}");
     assert_eq!(summary["files"], 121, "{summary}");
     assert!(symbols(&env), "the definitions are parsed after the second run");
