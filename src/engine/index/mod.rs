@@ -857,7 +857,7 @@ impl IndexSession {
                     return (c.rel.clone(), None);
                 }
                 let r = self.extract_only(c);
-                progress.done(c.size.min(self.cfg.max_file_size_bytes));
+                progress.done(c.size.min(self.cfg.max_file_size_bytes), true);
                 (c.rel.clone(), r)
             })
             .collect();
@@ -895,7 +895,8 @@ impl IndexSession {
                         return (c.rel.clone(), None);
                     }
                     let o = self.process(c, batch.parse);
-                    progress.done(c.size.min(self.cfg.max_file_size_bytes));
+                    let read = !matches!(o, Outcome::Vanished | Outcome::Error(_));
+                    progress.done(c.size.min(self.cfg.max_file_size_bytes), read);
                     (c.rel.clone(), Some(o))
                 })
                 .collect();
@@ -1609,6 +1610,9 @@ struct Progress {
     bytes_done: AtomicU64,
     /// Bytes read by the phases before this one (the summary's `bytes_read` is the run's).
     bytes_before: AtomicU64,
+    /// Bytes of files counted done but not read (gone, unreadable): the bar moves past them,
+    /// the summary's `bytes_read` does not count them.
+    bytes_unread: AtomicU64,
     /// Set once a text-first run has its text pass live and is parsing.
     parsing: std::sync::atomic::AtomicBool,
 }
@@ -1621,6 +1625,7 @@ impl Progress {
             files_done: AtomicU64::new(0),
             bytes_done: AtomicU64::new(0),
             bytes_before: AtomicU64::new(0),
+            bytes_unread: AtomicU64::new(0),
             parsing: Default::default(),
         }
     }
@@ -1635,7 +1640,8 @@ impl Progress {
     }
     /// Bytes read in the whole run, every phase.
     fn bytes_read(&self) -> u64 {
-        self.bytes_before.load(Ordering::Relaxed) + self.bytes_done.load(Ordering::Relaxed)
+        let counted = self.bytes_before.load(Ordering::Relaxed) + self.bytes_done.load(Ordering::Relaxed);
+        counted.saturating_sub(self.bytes_unread.load(Ordering::Relaxed))
     }
     /// The phase the ticker reports: `indexing`, or `parsing` after a text pass went live.
     fn stage(&self) -> &'static str {
@@ -1645,9 +1651,13 @@ impl Progress {
             "indexing"
         }
     }
-    fn done(&self, bytes: u64) {
+    /// A file is done; `read` is false when it was gone or could not be read.
+    fn done(&self, bytes: u64, read: bool) {
         self.files_done.fetch_add(1, Ordering::Relaxed);
         self.bytes_done.fetch_add(bytes, Ordering::Relaxed);
+        if !read {
+            self.bytes_unread.fetch_add(bytes, Ordering::Relaxed);
+        }
     }
     fn snapshot(&self, phase: &str) -> IndexProgress {
         IndexProgress {
