@@ -228,22 +228,24 @@ struct LastBinary {
 
 /// The binary of the last `Running unittests src/lib.rs (target/debug/deps/x-1)` line and what
 /// its output says; `None` after a `Doc-tests` line (rustdoc's tests cannot be listed) or
-/// before any binary ran.
+/// before any binary ran. Cargo's `Running` lines come on stderr and a binary's own lines on
+/// stdout, so the captured output may hold a binary's `running N tests` before its `Running`
+/// line: the k-th binary's lines are the k-th block from a `running N tests` line, each stream
+/// in its own order.
 fn last_binary(out: &str) -> Option<LastBinary> {
-    let mut last: Option<LastBinary> = None;
+    let mut headers: Vec<Option<String>> = Vec::new();
+    let mut blocks: Vec<LastBinary> = Vec::new();
     for line in out.lines() {
         let t = line.trim_start();
         if let Some(rest) = t.strip_prefix("Running ") {
             let path = rest.trim_end().strip_suffix(')').and_then(|r| r.rsplit_once(" (")).map(|(_, p)| p);
-            last = path.map(|p| LastBinary { path: p.to_string(), ..LastBinary::default() });
+            headers.push(path.map(str::to_string));
         } else if t.starts_with("Doc-tests ") {
-            last = None;
-        } else if let Some(b) = last.as_mut() {
-            let count =
-                line.strip_prefix("running ").and_then(|r| r.strip_suffix(" tests").or(r.strip_suffix(" test")));
-            if let Some(n) = count.and_then(|n| n.parse().ok()) {
-                b.count = n;
-            } else if let Some((name, result)) = line.strip_prefix("test ").and_then(|r| r.split_once(" ... ")) {
+            headers.push(None);
+        } else if let Some(n) = running_count(line) {
+            blocks.push(LastBinary { count: n, ..LastBinary::default() });
+        } else if let Some(b) = blocks.last_mut() {
+            if let Some((name, result)) = line.strip_prefix("test ").and_then(|r| r.split_once(" ... ")) {
                 b.open = result.trim().is_empty();
                 if !b.open {
                     b.ended.push(name.to_string());
@@ -253,7 +255,16 @@ fn last_binary(out: &str) -> Option<LastBinary> {
             }
         }
     }
-    last
+    let last = headers.len().checked_sub(1)?;
+    let path = headers.pop().flatten()?;
+    let block = blocks.into_iter().nth(last).unwrap_or_default();
+    Some(LastBinary { path, ..block })
+}
+
+/// The N of libtest's `running N tests` line.
+fn running_count(line: &str) -> Option<usize> {
+    let n = line.strip_prefix("running ")?;
+    n.strip_suffix(" tests").or(n.strip_suffix(" test"))?.parse().ok()
 }
 
 /// The tests a binary killed at the timeout was running, when libtest ran several at a time:
@@ -384,6 +395,12 @@ mod tests {
         );
         assert!(last_binary(&format!("{out}test e ... ")).unwrap().open);
         assert_eq!(last_binary(&format!("{out}   Doc-tests a\n")), None);
+        // stdout and stderr captured apart: a binary's first lines before cargo's Running line.
+        let raced = "\nrunning 4 tests\n    Finished `test` profile\n     Running unittests src/lib.rs (/t/deps/hang-1)\ntest a ... ok\n";
+        let b = last_binary(raced).unwrap();
+        assert_eq!((b.path.as_str(), b.count, b.ended.as_slice()), ("/t/deps/hang-1", 4, &["a".to_string()][..]));
+        let started = last_binary("     Running unittests src/lib.rs (/t/deps/x-1)\n").unwrap();
+        assert_eq!((started.count, started.ended.len()), (0, 0), "started, nothing printed yet");
         assert_eq!(last_binary("   Compiling a v0.1.0\n"), None);
         let cmd = |c: &str| c.split(' ').map(str::to_string).collect::<Vec<_>>();
         assert_eq!(test_filter(&cmd("cargo test --no-fail-fast -p calc --lib calc::")), Some("calc::".into()));

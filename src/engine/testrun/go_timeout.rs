@@ -10,7 +10,7 @@
 //! `\tTestHang/slow (8s)`); go 1.19 does not, so they are the tests the package's `-v` output
 //! announced and never ended (`hung::go`).
 
-use super::parse::{module_relative, package_line};
+use super::location::{module_relative, package_line};
 use super::types::TestFailure;
 use std::path::Path;
 

@@ -766,13 +766,13 @@ fn parse_output(runner: Runner, text: &str, root: &str, run_dir: &str) -> parse:
         Runner::Pytest => parse::pytest(text, root, run_dir),
         Runner::Node => parse::tap(text, root),
         Runner::Go => runs::go_outcome(text, Path::new(root), run_dir),
-        Runner::Jest | Runner::Vitest => parse::jest_like(text, root),
+        Runner::Jest | Runner::Vitest => jest::read(text, root),
         Runner::Npm | Runner::Config => {
             let candidates = [
                 parse::tap(text, root),
                 parse::cargo(text, root),
                 parse::pytest(text, root, ""),
-                parse::jest_like(text, root),
+                jest::read(text, root),
                 parse::go(text, go_module(Path::new(root)).as_deref(), Some(Path::new(root))),
             ];
             // With no test counted anywhere, the reading that counted (a zero) wins, then one

@@ -2,7 +2,7 @@
 //! libtest, pytest (`-rfE`, any `--tb` style), node's test runner (`--test-reporter=tap`), go test,
 //! and jest / vitest summaries.
 
-use super::location::{location, relative};
+use super::location::{location, module_relative, package_line, relative};
 use super::testify::{self, Block};
 use super::types::TestFailure;
 use regex::Regex;
@@ -1118,29 +1118,12 @@ fn read_source(path: &Path) -> Option<Vec<String>> {
     Some(text.lines().map(str::to_string).collect())
 }
 
-/// A path go test printed (testify's `Error Trace` gives absolute ones) relative to the module's
-/// directory `src` when it lies inside it, as given otherwise.
-pub(super) fn module_relative(file: &str, src: Option<&Path>) -> String {
-    let Some(src) = src.filter(|_| file.starts_with('/')) else { return file.to_string() };
-    let inside = |dir: &Path| Path::new(file).strip_prefix(dir).ok().map(|r| r.to_string_lossy().into_owned());
-    inside(src)
-        .or_else(|| std::fs::canonicalize(src).ok().and_then(|real| inside(&real)))
-        .unwrap_or_else(|| file.to_string())
-}
-
 /// Sets a failure's place and message to a printed line (all `None` without one).
 fn place(f: &mut TestFailure, said: Option<&GoSaid>) {
     (f.file, f.line, f.message) = match said {
         Some((file, line, msg)) => (Some(file.clone()), *line, Some(msg.clone())),
         None => (None, None, None),
     };
-}
-
-/// The package of a go test package line: `ok  \tPKG\t0.01s`, `FAIL\tPKG\t0.01s`, `FAIL\tPKG
-/// [build failed]`, `?   \tPKG\t[no test files]`.
-pub(super) fn package_line(line: &str) -> Option<&str> {
-    let rest = ["ok  \t", "FAIL\t", "?   \t"].iter().find_map(|p| line.strip_prefix(p))?;
-    rest.split(['\t', ' ']).next().filter(|p| !p.is_empty())
 }
 
 /// `file.go:12: message` or the compiler's `dir/file.go:5:28: message`; `file.go:12:` with no
@@ -1154,13 +1137,6 @@ fn go_location(t: &str) -> Option<(String, Option<u32>, String)> {
         return None;
     }
     Some((file.to_string(), line, msg.trim().to_string()))
-}
-
-/// jest (`Tests: 1 failed, 2 passed, 3 total`, `● Suite › name`) and vitest (`Tests  1 failed |
-/// 2 passed (3)`, `FAIL file > name`): counts, failures with their messages and places, and the
-/// tests docdex's reporters show running (`jest`).
-pub fn jest_like(out: &str, root: &str) -> Outcome {
-    super::jest::read(out, root)
 }
 
 #[cfg(test)]
@@ -1327,7 +1303,7 @@ mod tests {
         );
         assert_eq!((o.passed, o.failed), (1, 1));
         assert_eq!((o.failures[0].file.as_deref(), o.failures[0].line), (Some("a_test.go"), Some(12)));
-        let j = jest_like("  ● math › adds\nTests:       1 failed, 2 passed, 3 total\n", "/r");
+        let j = super::super::jest::read("  ● math › adds\nTests:       1 failed, 2 passed, 3 total\n", "/r");
         assert_eq!((j.passed, j.failed, j.failures.len()), (2, 1, 1));
     }
 
