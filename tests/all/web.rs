@@ -1022,3 +1022,28 @@ fn a_redirect_loop_in_the_browser_is_said_in_words() {
     let e = fetch(&env.engine(), &site.url("/loop")).unwrap_err().to_string();
     assert!(e.ends_with("/loop: redirects too many times (a redirect loop) (net::ERR_TOO_MANY_REDIRECTS)"), "{e}");
 }
+
+/// Plain HTTP named a refused redirect by its target alone (`file:///etc/passwd: only http and
+/// https URLs are fetched, not file:`), as if the user had asked for it; the browser says the
+/// page redirected there. Both now say it alike.
+#[test]
+fn a_refused_redirect_over_plain_http_is_named_as_the_browser_names_it() {
+    let site = Fixture::start("127.0.0.1", |target, _, _| {
+        let to = if target == "/to-file" { "file:///etc/passwd" } else { "http://169.254.169.254/latest/meta-data" };
+        Reply { headers: vec![("Location".into(), to.into())], ..Reply::html("").status(302) }
+    });
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/html/"), "", "", "engine = \"http\"\n"));
+    let engine = env.engine();
+    let file = fetch(&engine, &site.url("/to-file")).unwrap_err().to_string();
+    assert_eq!(
+        file,
+        format!(
+            "{}: redirects to a URL that is not http or https (file:, chrome:, ...), which is never followed",
+            site.url("/to-file")
+        )
+    );
+    let ll = fetch(&engine, &site.url("/to-link-local")).unwrap_err().to_string();
+    assert!(ll.starts_with(&format!("{}: led to a URL docdex does not fetch: ", site.url("/to-link-local"))), "{ll}");
+    assert!(ll.contains("169.254.169.254") && ll.contains("link-local"), "{ll}");
+}

@@ -175,7 +175,9 @@ async fn get_inner(
         } else {
             Origin::Discovered
         };
-        policy.check(&current, hop_origin).map_err(|r| HttpFailure::Refused(r.0))?;
+        policy
+            .check(&current, hop_origin)
+            .map_err(|r| HttpFailure::Refused(redirect_refusal(url, hop, &current, r.0)))?;
         let resp = client
             .get(current.clone())
             .header(
@@ -227,6 +229,19 @@ async fn get_inner(
         return Ok(RawAnswer { status: status.as_u16(), final_url: current, body, content_type, retry_after });
     }
     Err(HttpFailure::Failed(format!("{url}: more than {MAX_REDIRECTS} redirects")))
+}
+
+/// A refusal of hop `hop` of a fetch of `url`, in the browser's words: a redirect is named as
+/// one, from the URL asked for (plain HTTP named only the target, `file:///etc/passwd: only
+/// http and https URLs are fetched`, as if the user had asked for it).
+fn redirect_refusal(url: &Url, hop: usize, target: &Url, why: String) -> String {
+    if hop == 0 {
+        why
+    } else if !matches!(target.scheme(), "http" | "https") {
+        format!("{url}: redirects to a URL that is not http or https (file:, chrome:, ...), which is never followed")
+    } else {
+        format!("{url}: led to a URL docdex does not fetch: {why}")
+    }
 }
 
 fn describe(e: &reqwest::Error) -> String {
