@@ -421,6 +421,10 @@ pub struct ServerConfig {
     pub max_concurrent_work: usize,
     /// How long a request waits for one of the `max_concurrent_work` slots (milliseconds).
     pub work_wait_ms: u64,
+    /// How long one request's engine work may run once it has its slot, 1 to 86,400 seconds:
+    /// past it the work is stopped and the request answered `504 deadline_exceeded`. A test
+    /// run gets its own `timeout_secs` plus 30 s instead; index runs and chats are not cut.
+    pub request_timeout_secs: u64,
     /// Live MCP sessions a server keeps at most, 1 to 128, for streamable HTTP (`/v1/mcp`) and
     /// legacy SSE (`/sse`) each: past it the least recently used session that never sent a
     /// request is ended, and when every one is in use a new one is refused (`503`).
@@ -439,6 +443,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("auth_token", &if self.auth_token.is_empty() { "" } else { MASKED_TOKEN })
             .field("max_concurrent_work", &self.max_concurrent_work)
             .field("work_wait_ms", &self.work_wait_ms)
+            .field("request_timeout_secs", &self.request_timeout_secs)
             .field("max_mcp_sessions", &self.max_mcp_sessions)
             .field("max_repos", &self.max_repos)
             .finish()
@@ -453,6 +458,7 @@ impl Default for ServerConfig {
             auth_token: String::new(),
             max_concurrent_work: 0,
             work_wait_ms: 5_000,
+            request_timeout_secs: 120,
             max_mcp_sessions: 128,
             max_repos: 64,
         }

@@ -135,6 +135,7 @@ pub fn status_for(code: &str) -> StatusCode {
         | "cancelled" => StatusCode::SERVICE_UNAVAILABLE,
         "disk_full" => StatusCode::INSUFFICIENT_STORAGE,
         "request_timeout" => StatusCode::REQUEST_TIMEOUT,
+        "deadline_exceeded" => StatusCode::GATEWAY_TIMEOUT,
         "headers_too_large" => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
         "uri_too_long" => StatusCode::URI_TOO_LONG,
         _ => StatusCode::INTERNAL_SERVER_ERROR,

@@ -125,6 +125,10 @@ pub const MAX_WORK_SLOTS: usize = 256;
 /// (clients time out around a minute).
 pub const MAX_WORK_WAIT_MS: u64 = 60_000;
 
+/// The longest `[server] request_timeout_secs` takes: a day. There is no "no limit" (the
+/// product bounds every request in time); work that needs longer has a bound of its own.
+pub const MAX_REQUEST_TIMEOUT_SECS: u64 = 86_400;
+
 /// The most `[server] max_repos` takes: each mount holds about 7 descriptors, and the
 /// connection cap leaves the engine a fixed few hundred.
 pub const MAX_REPOS: usize = 1024;
@@ -142,6 +146,12 @@ fn work_slots(engine: &Engine) -> anyhow::Result<usize> {
     }
     if server.work_wait_ms > MAX_WORK_WAIT_MS {
         bail!("[server] work_wait_ms = {} is out of range: it takes 0 to {MAX_WORK_WAIT_MS}", server.work_wait_ms);
+    }
+    if !(1..=MAX_REQUEST_TIMEOUT_SECS).contains(&server.request_timeout_secs) {
+        bail!(
+            "[server] request_timeout_secs = {} is out of range: it takes 1 to {MAX_REQUEST_TIMEOUT_SECS} (0 is not \"no limit\": give the longest a request may run)",
+            server.request_timeout_secs
+        );
     }
     let most = super::mcp::sessions::MAX_SESSIONS;
     if !(1..=most).contains(&server.max_mcp_sessions) {

@@ -86,7 +86,8 @@ impl AppState {
         let shutdown = CancellationToken::new();
         let server = &engine.config().server;
         let work_wait = std::time::Duration::from_millis(server.work_wait_ms);
-        let work = WorkGate::new(server.max_concurrent_work, work_wait, shutdown.clone());
+        let deadline = std::time::Duration::from_secs(server.request_timeout_secs);
+        let work = WorkGate::new(server.max_concurrent_work, work_wait, deadline, shutdown.clone());
         let chat_slots = chat_slots_within(work.slots());
         Ok(AppState {
             inner: Arc::new(StateInner {

@@ -2,7 +2,8 @@
 //! work whose client is gone: an HTTP client hanging up, an MCP request cancelled with
 //! `notifications/cancelled`, an MCP client hanging up on its POST. The real binary on
 //! loopback, with one work slot and the fake Ollama behind, its embedder silent for ten minutes
-//! (`/v1/memory/store` and `docdex_memory_save` wait on it).
+//! (`/v1/memory/store` and `docdex_memory_save` wait on it). A client that stays connected is
+//! answered `504 deadline_exceeded` at `[server] request_timeout_secs`, its work stopped.
 
 use crate::server_util::{eventually, mcp_post, mcp_session, Server};
 use crate::util::{sample_repo, Env};
@@ -14,9 +15,14 @@ use std::time::{Duration, Instant};
 /// one-text request. Bind them in this order, so the server is dropped first: the fake's
 /// handler waits on the server's request until the server is gone.
 fn one_slot_server(env: &Env) -> (FakeOllama, Server) {
+    one_slot_server_with(env, "")
+}
+
+/// [`one_slot_server`] with more `[server]` settings (`more`, whole lines).
+fn one_slot_server_with(env: &Env, more: &str) -> (FakeOllama, Server) {
     let fake = FakeOllama::start(FakeOllamaOptions { embed_probe_delay_ms: 600_000, ..Default::default() }).unwrap();
     env.write_config(&format!(
-        "[llm]\nprovider = \"ollama\"\nbase_url = \"{}\"\ndefault_model = \"fake-chat\"\nembedding_model = \"fake-embed\"\nrequest_timeout_secs = 120\n\n[server]\nmax_concurrent_work = 1\nwork_wait_ms = 1500\n",
+        "[llm]\nprovider = \"ollama\"\nbase_url = \"{}\"\ndefault_model = \"fake-chat\"\nembedding_model = \"fake-embed\"\nrequest_timeout_secs = 120\n\n[server]\nmax_concurrent_work = 1\nwork_wait_ms = 1500\n{more}",
         fake.url()
     ));
     let repo = env.repo("r");
@@ -127,6 +133,91 @@ async fn an_mcp_client_hanging_up_on_its_tool_call_stops_it_and_frees_its_slot()
     }
     assert!(embeds(&fake) > 0, "the tool call reached the embedder");
     assert!(slot_is_free(&server).await, "the abandoned tool call still holds the only slot");
+}
+
+/// The answer to MCP request `id` in an answer stream's `data:` lines.
+fn rpc_answer(stream: &str, id: u64) -> Value {
+    let mut answers =
+        stream.lines().filter_map(|l| l.strip_prefix("data: ")).filter_map(|d| serde_json::from_str(d).ok());
+    answers.find(|v: &Value| v["id"] == id).unwrap_or_else(|| panic!("no answer to {id} in {stream}"))
+}
+
+/// A client that stays connected no longer waits on stuck engine work: at `[server]
+/// request_timeout_secs` (2 s here) the memory write is answered `504 deadline_exceeded`
+/// naming the limit and the setting, its wait on the embedder is stopped, and the one slot
+/// serves the next request. Before, it waited on the silent embedder for ten minutes (`[llm]
+/// request_timeout_secs` at most), holding the slot.
+#[tokio::test]
+async fn engine_work_past_the_request_deadline_is_504_deadline_exceeded_and_frees_its_slot() {
+    let env = Env::new();
+    let (fake, server) = one_slot_server_with(&env, "request_timeout_secs = 2\n");
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    let started = Instant::now();
+    let r = c.post(server.url("/v1/memory/store")).json(&json!({"content": "the cache is flushed hourly"})).send();
+    let r = r.await.unwrap();
+    let waited = started.elapsed();
+    assert_eq!(r.status().as_u16(), 504);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "deadline_exceeded", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("deadline of 2 s") && message.contains("`[server] request_timeout_secs`"), "{v}");
+    assert!(waited >= Duration::from_secs(2) && waited < Duration::from_secs(6), "answered after {waited:?}");
+    assert_eq!(embeds(&fake), 1, "the write waited on the embedder");
+    assert!(slot_is_free(&server).await, "the stopped write still holds the only slot");
+}
+
+/// The same over MCP: the tool call is answered a tool error `deadline_exceeded: ...` at the
+/// deadline and its slot is free. (A server of its own: the engine remembers the embedder that
+/// did not answer for a while, and a second write would not wait on it.)
+#[tokio::test]
+async fn an_mcp_tool_call_past_the_request_deadline_is_a_deadline_exceeded_tool_error() {
+    let env = Env::new();
+    let (fake, server) = one_slot_server_with(&env, "request_timeout_secs = 2\n");
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    let url = server.url("/v1/mcp");
+    let session = mcp_session(&c, &url).await;
+    let started = Instant::now();
+    let stream = mcp_post(&c, &url, Some(&session), &memory_save(9)).send().await.unwrap().text().await.unwrap();
+    let waited = started.elapsed();
+    let result = &rpc_answer(&stream, 9)["result"];
+    assert_eq!(result["isError"], true, "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("deadline_exceeded: ") && text.contains("request_timeout_secs"), "{text}");
+    assert!(waited >= Duration::from_secs(2) && waited < Duration::from_secs(6), "answered after {waited:?}");
+    assert_eq!(embeds(&fake), 1, "the tool call waited on the embedder");
+    assert!(slot_is_free(&server).await, "the stopped tool call still holds the only slot");
+}
+
+/// A test run has its own bound (`timeout_secs`), so the server's deadline does not cut it: with
+/// `request_timeout_secs = 1`, a 3 s suite over `docdex_run_tests` answers its result. Out of
+/// range (0), the server refuses to start.
+#[tokio::test]
+async fn a_test_run_is_bounded_by_its_own_timeout_not_the_request_deadline() {
+    let env = Env::new();
+    let repo = env.repo("suite");
+    crate::util::write(&repo, "tests/x.txt", "");
+    env.write_config("[tests]\ncommand = \"sleep 3\"\n\n[server]\nrequest_timeout_secs = 1\n");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    let url = server.url("/v1/mcp");
+    let session = mcp_session(&c, &url).await;
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "docdex_run_tests", "arguments": {"timeout_secs": 30}}});
+    let started = Instant::now();
+    let stream = mcp_post(&c, &url, Some(&session), &call).send().await.unwrap().text().await.unwrap();
+    let result = &rpc_answer(&stream, 4)["result"];
+    assert_eq!(result["isError"], false, "{result}");
+    assert!(started.elapsed() >= Duration::from_secs(3), "the suite ran: {:?}", started.elapsed());
+    drop(server);
+
+    let env = Env::new();
+    env.write_config("[server]\nrequest_timeout_secs = 0\n");
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let out = env.run(&["serve", "--repo", repo.to_str().unwrap(), "--no-watch", "--bind", "127.0.0.1:0"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("[server] request_timeout_secs = 0 is out of range: it takes 1 to 86400"), "{stderr}");
 }
 
 /// A chat holds a work slot for its whole generation: with `max_concurrent_work = 1`, a chat

@@ -17,6 +17,7 @@ use crate::engine::protocol::{
 use crate::engine::Engine;
 use crate::server::error::ApiError;
 use crate::server::extract::{blocking, confine};
+use crate::server::work::{Deadline, WorkGate, DEADLINE_MARGIN};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use rmcp::ErrorData as McpError;
 use schemars::generate::SchemaSettings;
@@ -786,12 +787,14 @@ async fn audit_conflicts(server: &DocdexMcp, args: Value) -> ToolResult {
 }
 
 /// Runs on a repository not indexed yet too, as `docdex run-tests` does: it was refused as
-/// `not_indexed`, though only `affected` needs the index (and says so).
+/// `not_indexed`, though only `affected` needs the index (and says so). Its deadline is its own
+/// timeout plus a margin ([`run_tests_deadline`]), not the server's.
 async fn run_tests(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: RunTestsArgs = parse("docdex_run_tests", args)?;
     let server = server.clone();
     let gate = server.app.work().clone();
-    gate.run(move || {
+    let deadline = run_tests_deadline(&gate, a.run.timeout_secs, server.app.engine().config().tests.timeout_secs);
+    gate.run_within(deadline, move || {
         let repo = server.repo_even_unindexed(a.repo.named())?;
         if let Some(target) = &a.run.target {
             confine(&repo, target)?;
@@ -802,11 +805,12 @@ async fn run_tests(server: &DocdexMcp, args: Value) -> ToolResult {
     .await
 }
 
+/// No deadline: see [`crate::server::work::WorkGate::run_without_deadline`] for why.
 async fn index(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: IndexArgs = parse("docdex_index", args)?;
     let server = server.clone();
     let gate = server.app.work().clone();
-    gate.run(move || {
+    gate.run_without_deadline(move || {
         // Indexing is how a repository becomes indexed: not being indexed yet is no error here.
         let repo = server.repo_even_unindexed(a.repo.named())?;
         let opts = crate::engine::IndexOptions { rebuild: a.rebuild, ..Default::default() };
@@ -819,6 +823,20 @@ async fn index(server: &DocdexMcp, args: Value) -> ToolResult {
             .map_err(|e| server.app.explain(&repo, e))
     })
     .await
+}
+
+/// A test run's deadline: its timeout (the request's `timeout_secs`, else `[tests]
+/// timeout_secs`, 600 s by default) plus [`DEADLINE_MARGIN`] to kill its processes and report,
+/// never shorter than the server's. The run's own timeout ends it with a result first; the
+/// deadline only answers for a run that does not end then.
+fn run_tests_deadline(gate: &WorkGate, asked: Option<u64>, configured: u64) -> Deadline {
+    let timeout = std::time::Duration::from_secs(asked.unwrap_or(configured).max(1));
+    let after = (timeout + DEADLINE_MARGIN).max(gate.deadline().after);
+    Deadline {
+        after,
+        advice:
+            "the test run did not end at its own `timeout_secs` (default `[tests] timeout_secs`); give it a longer one",
+    }
 }
 
 async fn memory_save(server: &DocdexMcp, args: Value) -> ToolResult {
