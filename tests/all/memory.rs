@@ -678,3 +678,26 @@ fn a_store_behind_a_stuck_model_server_is_kept_within_the_liveness_bound() {
     let r = recall(&env.engine(), &repo, "when are deploys");
     assert_eq!((r.mode.as_str(), r.results.len()), ("text", 1), "{r:?}");
 }
+
+/// A memory write stopped by its caller (a client that left, a server deadline) was remembered
+/// as an embedder failure, so the next writes skipped embedding for a while ("stopped by its
+/// caller") though the embedder answered.
+#[test]
+fn a_write_stopped_by_its_caller_does_not_keep_the_next_ones_from_being_embedded() {
+    use docdex::engine::protocol::CancelToken;
+    let server = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    let env = Env::new();
+    let repo = env.repo("r");
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let stopped = CancelToken::new();
+    stopped.cancel();
+    {
+        let _ambient = stopped.enter();
+        let req = MemoryStoreRequest { content: "written as the client left".into(), metadata: None };
+        let _ = engine.memory_store(&repo, &req);
+    }
+    let req = MemoryStoreRequest { content: "Deploys go through the staging cluster".into(), metadata: None };
+    let kept = engine.memory_store(&repo, &req).expect("store");
+    assert!(kept.memory.embedded, "{kept:?}");
+    assert!(kept.notice.is_none(), "{kept:?}");
+}

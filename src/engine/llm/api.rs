@@ -273,8 +273,13 @@ impl Engine {
         server_error(f.server.as_ref()?)
     }
 
-    /// Remembers that the embedder failed.
+    /// Remembers that the embedder failed. A call stopped by its caller (a client that left, a
+    /// server deadline) says nothing about the embedder: it is not remembered, else the next
+    /// memory writes skipped embedding for a while ("stopped by its caller").
     pub(crate) fn note_embed_failure(&self, e: &Error) {
+        if matches!(e, Error::Cancelled) {
+            return;
+        }
         let server = server_error(e);
         if let Ok(mut g) = self.inner.llm.embed_failure.lock() {
             *g = Some(EmbedFailure { at: Instant::now(), why: e.to_string(), server });
