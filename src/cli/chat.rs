@@ -356,11 +356,7 @@ fn print_found(out: &Out, resp: &ChatTurnResponse) {
     };
     line("");
     let shown = resp.excerpts.len();
-    let header = match shown {
-        0 => format!("found without a model: {} sources", resp.sources.len()),
-        n => format!("found without a model: {} sources, the best {n} with their lines", resp.sources.len()),
-    };
-    line(&out.paint("1", &header));
+    line(&out.paint("1", &no_model_header(resp.sources.len(), shown)));
     for x in &resp.excerpts {
         line("");
         line(&format!("{}  {}", out.paint("1;35", &x.citation), out.paint("2", &format!("{:.2}", x.score))));
@@ -603,5 +599,33 @@ mod interrupt {
                 libc::signal(libc::SIGINT, libc::SIG_DFL);
             }
         }
+    }
+}
+
+/// The heading over what a chat without a model found: `sources` found, `shown` with lines
+/// ("1 sources" was printed).
+fn no_model_header(sources: usize, shown: usize) -> String {
+    let found = match sources {
+        1 => "1 source".to_string(),
+        n => format!("{n} sources"),
+    };
+    match shown {
+        0 => format!("found without a model: {found}"),
+        1 if sources == 1 => format!("found without a model: {found}, with its lines"),
+        n if n == sources => format!("found without a model: {found}, with their lines"),
+        n => format!("found without a model: {found}, the best {n} with their lines"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::no_model_header;
+
+    #[test]
+    fn the_no_model_heading_counts_in_words() {
+        assert_eq!(no_model_header(1, 1), "found without a model: 1 source, with its lines");
+        assert_eq!(no_model_header(3, 3), "found without a model: 3 sources, with their lines");
+        assert_eq!(no_model_header(1, 0), "found without a model: 1 source");
+        assert_eq!(no_model_header(7, 3), "found without a model: 7 sources, the best 3 with their lines");
     }
 }
