@@ -3,20 +3,9 @@
 //! (`.ci/run` installs it and exports DOCDEX_TEST_PYTEST_VENV), and node's built-in test
 //! runner; passing and failing, the timeout, a target, and `--affected` on a git branch.
 
-use crate::util::{git, git_commit_all, write, Env, McpStdio};
+use crate::util::{git, git_commit_all, pytest_venv, run_tests_json as run_tests, write, Env, McpStdio};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-/// Runs `docdex run-tests --json` and returns the exit code and the result.
-fn run_tests(env: &Env, repo: &Path, extra: &[&str], vars: &[(&str, &str)]) -> (i32, Value) {
-    let mut args = vec!["run-tests", "--repo", repo.to_str().unwrap(), "--json"];
-    args.extend_from_slice(extra);
-    let out = env.run_env(&args, vars);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("bad JSON ({e}): {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-    });
-    (out.status.code().unwrap_or(-1), v)
-}
 
 fn failures(v: &Value) -> Vec<(String, Option<String>, Option<u64>)> {
     v["failures"]
@@ -73,22 +62,6 @@ fn cargo_projects_run_with_counts_and_panic_locations() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["command"], serde_json::json!(["cargo", "test", "--no-fail-fast", "--test", "api"]));
     assert_eq!((v["status"].as_str(), v["passed"].as_u64(), v["failed"].as_u64()), (Some("passed"), Some(1), Some(0)));
-}
-
-/// The venv with pytest, if any (under CI it must exist).
-fn pytest_venv() -> Option<PathBuf> {
-    match std::env::var_os("DOCDEX_TEST_PYTEST_VENV").filter(|p| !p.is_empty()) {
-        Some(p) => Some(PathBuf::from(p)),
-        None if std::env::var_os("CI").is_some() => {
-            panic!("CI must export DOCDEX_TEST_PYTEST_VENV; .ci/run sets it up")
-        }
-        None => {
-            eprintln!(
-                "NOTICE: DOCDEX_TEST_PYTEST_VENV is not set; skipping the pytest runs (run .ci/run to install it)"
-            );
-            None
-        }
-    }
 }
 
 #[test]

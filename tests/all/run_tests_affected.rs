@@ -3,30 +3,8 @@
 //! the tests import that is deleted or renamed away. Both ran nothing (exit 5, which the
 //! documented CI idiom accepts) while the suite failed.
 
-use crate::util::{git, git_commit_all, write, Env};
-use serde_json::Value;
+use crate::util::{git, git_commit_all, pytest_venv, run_tests_json, write, Env};
 use std::path::{Path, PathBuf};
-
-fn run_affected(env: &Env, repo: &Path) -> (i32, Value) {
-    let out = env.run_env(&["run-tests", "--repo", repo.to_str().unwrap(), "--json", "--affected"], &[]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("bad JSON ({e}): {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-    });
-    (out.status.code().unwrap_or(-1), v)
-}
-
-fn pytest_venv() -> Option<PathBuf> {
-    match std::env::var_os("DOCDEX_TEST_PYTEST_VENV").filter(|p| !p.is_empty()) {
-        Some(p) => Some(PathBuf::from(p)),
-        None if std::env::var_os("CI").is_some() => {
-            panic!("CI must export DOCDEX_TEST_PYTEST_VENV; .ci/run sets it up")
-        }
-        None => {
-            eprintln!("NOTICE: DOCDEX_TEST_PYTEST_VENV is not set; skipping the pytest runs");
-            None
-        }
-    }
-}
 
 /// `app/db.py`, used by `tests/conftest.py`'s fixture only; committed and indexed.
 fn conftest_project(env: &Env, venv: &Path) -> PathBuf {
@@ -53,7 +31,7 @@ fn a_change_reaching_the_tests_through_a_conftest_runs_the_tests_below_it() {
     let env = Env::new();
     let repo = conftest_project(&env, &venv);
     write(&repo, "app/db.py", "def connect():\n    return {\"ok\": False}\n");
-    let (code, v) = run_affected(&env, &repo);
+    let (code, v) = run_tests_json(&env, &repo, &["--affected"], &[]);
     assert_eq!((code, v["failed"].as_u64()), (1, Some(1)), "the broken fixture's test runs and fails: {v}");
     let selected = v["selected"].as_array().unwrap();
     assert_eq!(selected.len(), 1, "{v}");
@@ -80,7 +58,7 @@ fn deleting_or_renaming_an_imported_module_runs_its_importers() {
     let env = Env::new();
     let repo = importing_project(&env, &venv);
     git(&repo, &["mv", "pkg", "pkg2"]);
-    let (code, v) = run_affected(&env, &repo);
+    let (code, v) = run_tests_json(&env, &repo, &["--affected"], &[]);
     assert_eq!((code, v["status"].as_str()), (1, Some("failed")), "the renamed-away import fails: {v}");
     let selected = v["selected"].as_array().unwrap();
     assert_eq!(selected.len(), 1, "{v}");
@@ -89,7 +67,7 @@ fn deleting_or_renaming_an_imported_module_runs_its_importers() {
     git(&repo, &["mv", "pkg2", "pkg"]);
     std::fs::remove_file(repo.join("pkg/__init__.py")).unwrap();
     env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
-    let (code, v) = run_affected(&env, &repo);
+    let (code, v) = run_tests_json(&env, &repo, &["--affected"], &[]);
     assert_eq!((code, v["status"].as_str()), (1, Some("failed")), "{v}");
     let notes = v["notes"].to_string();
     assert!(notes.contains("pkg/__init__.py was deleted") && notes.contains("the whole suite was run"), "{v}");

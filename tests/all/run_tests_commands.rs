@@ -3,35 +3,11 @@
 //! placeholder script, and a run that collected tests and ran none. Real `sh`, node and pytest
 //! (from DOCDEX_TEST_PYTEST_VENV, when set).
 
-use crate::util::{write, Env};
-use serde_json::Value;
-use std::path::{Path, PathBuf};
-
-/// Runs `docdex run-tests --json` and returns the exit code and the result.
-fn run_tests(env: &Env, repo: &Path, extra: &[&str]) -> (i32, Value) {
-    let mut args = vec!["run-tests", "--repo", repo.to_str().unwrap(), "--json"];
-    args.extend_from_slice(extra);
-    let out = env.run(&args);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("bad JSON ({e}): {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-    });
-    (out.status.code().unwrap_or(-1), v)
-}
+use crate::util::{pytest_venv, run_tests_json as run_tests, write, Env};
 
 fn set_command(env: &Env, command: &str) {
     std::fs::create_dir_all(env.home()).unwrap();
     write(&env.home(), "config.toml", format!("[tests]\ncommand = {command:?}\n"));
-}
-
-fn pytest_venv() -> Option<PathBuf> {
-    match std::env::var_os("DOCDEX_TEST_PYTEST_VENV").filter(|p| !p.is_empty()) {
-        Some(p) => Some(PathBuf::from(p)),
-        None if std::env::var_os("CI").is_some() => panic!("CI must export DOCDEX_TEST_PYTEST_VENV"),
-        None => {
-            eprintln!("NOTICE: DOCDEX_TEST_PYTEST_VENV is not set; skipping the pytest runs");
-            None
-        }
-    }
 }
 
 #[test]
@@ -45,7 +21,7 @@ fn the_targets_placeholder_puts_the_files_where_the_command_says_quoted_for_the_
     let out = out.to_str().unwrap();
     // Bare: one word per file, in place (before `end`), not appended.
     set_command(&env, &format!("printf '%s\\n' start {{targets}} end > {out}"));
-    let (code, v) = run_tests(&env, &repo, &["--target", tricky]);
+    let (code, v) = run_tests(&env, &repo, &["--target", tricky], &[]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(std::fs::read_to_string(out).unwrap(), format!("start\n{tricky}\nend\n"));
     assert!(!repo.join("pwned").exists() && !env.dir.path().join("pwned").exists());
@@ -53,18 +29,18 @@ fn the_targets_placeholder_puts_the_files_where_the_command_says_quoted_for_the_
     // Inside double quotes, as `make test FILES="{targets}"` writes it: the list's text, which
     // the recipe's shell reads again as words.
     set_command(&env, &format!("FILES=\"{{targets}}\"; eval \"printf '%s\\n' $FILES\" > {out}"));
-    let (code, v) = run_tests(&env, &repo, &["--target", tricky]);
+    let (code, v) = run_tests(&env, &repo, &["--target", tricky], &[]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(std::fs::read_to_string(out).unwrap(), format!("{tricky}\n"));
     assert!(!repo.join("pwned").exists() && !env.dir.path().join("pwned").exists());
     // No target: the placeholder is nothing.
     set_command(&env, &format!("printf '[%s]\\n' start {{targets}} end > {out}"));
-    let (code, v) = run_tests(&env, &repo, &[]);
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(std::fs::read_to_string(out).unwrap(), "[start]\n[end]\n");
     // Without the placeholder the files are appended, as before.
     set_command(&env, &format!("printf '%s\\n' > {out} first"));
-    let (code, v) = run_tests(&env, &repo, &["--target", tricky]);
+    let (code, v) = run_tests(&env, &repo, &["--target", tricky], &[]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(std::fs::read_to_string(out).unwrap(), format!("first\n{tricky}\n"));
 }
@@ -78,7 +54,7 @@ fn npms_placeholder_test_script_is_no_suite() {
     write(&repo, "package.json", placeholder);
     write(&repo, "index.js", "module.exports = 1;\n");
     // It ran node's runner over nothing (or `npm test`, a failed suite): now no runner, saying why.
-    let (code, v) = run_tests(&env, &repo, &[]);
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
     assert_eq!(code, 2, "{v}");
     let msg = v["error"]["message"].as_str().unwrap();
     assert!(msg.contains("npm's placeholder") && msg.contains("scripts.test"), "{msg}");
@@ -87,7 +63,7 @@ fn npms_placeholder_test_script_is_no_suite() {
     write(&repo, "pyproject.toml", "[project]\nname = \"p\"\nversion = \"0.1.0\"\n");
     write(&repo, "tests/test_ok.py", "def test_ok():\n    assert True\n");
     std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
-    let (code, v) = run_tests(&env, &repo, &[]);
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
     assert_eq!((code, v["runner"].as_str(), v["passed"].as_u64()), (0, Some("pytest"), Some(1)), "{v}");
     assert!(v["runners"].is_null(), "{v}");
     assert!(v["notes"].to_string().contains("npm's placeholder"), "{v}");
@@ -110,7 +86,7 @@ fn a_node_test_scripts_environment_and_options_are_kept_and_the_target_narrows_i
         r#"{"name": "n", "version": "1.0.0", "scripts": {"test": "FROM_ENV=1 node --require ./setup.js --test test/"}}"#,
     );
     // `npm test -- test/a.test.js` ran test/ as well; `node --test` alone lost the setup.
-    let (code, v) = run_tests(&env, &repo, &["--target", "test/a.test.js"]);
+    let (code, v) = run_tests(&env, &repo, &["--target", "test/a.test.js"], &[]);
     assert_eq!((code, v["runner"].as_str(), v["status"].as_str()), (0, Some("node"), Some("passed")), "{v}");
     assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(1), Some(0)), "{v}");
     // docdex's reporter (naming a test that hangs) goes beside TAP.
@@ -119,7 +95,7 @@ fn a_node_test_scripts_environment_and_options_are_kept_and_the_target_narrows_i
     assert!(line.starts_with("FROM_ENV=1 node --require ./setup.js --test --test-reporter=tap "), "{line}");
     assert!(line.contains("/reporters/node.mjs") && line.ends_with(" test/a.test.js"), "{line}");
     // The whole suite runs the script's own paths.
-    let (code, v) = run_tests(&env, &repo, &[]);
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
     assert_eq!((code, v["passed"].as_u64(), v["failed"].as_u64()), (0, Some(2), Some(0)), "{v}");
 }
 
@@ -134,7 +110,7 @@ fn a_mocha_script_without_mocha_installed_is_a_missing_runner() {
     );
     write(&repo, "test/a.spec.js", "it('a', () => {});\n");
     // docdex runs `npx --no-install mocha`, which npx refuses: bad input naming mocha, not a failed suite.
-    let (code, v) = run_tests(&env, &repo, &["--target", "test/a.spec.js"]);
+    let (code, v) = run_tests(&env, &repo, &["--target", "test/a.spec.js"], &[]);
     assert_eq!(code, 2, "{v}");
     let msg = v["error"]["message"].as_str().unwrap();
     assert!(msg.contains("the test runner mocha is not installed"), "{msg}");
@@ -150,17 +126,17 @@ fn a_run_that_collected_tests_and_ran_none_is_no_tests() {
     let python = venv.join("bin/python");
     // `[tests] command` collecting only: it was `passed` ("the output gave no test counts").
     set_command(&env, &format!("{} -m pytest --collect-only -q -p no:cacheprovider {{targets}}", python.display()));
-    let (code, v) = run_tests(&env, &repo, &[]);
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
     assert_eq!((code, v["status"].as_str(), v["exit_code"].as_u64()), (5, Some("no_tests"), Some(0)), "{v}");
     let notes = v["notes"].to_string();
     assert!(notes.contains("pytest collected 2 tests and ran none"), "{notes}");
-    let (code, v) = run_tests(&env, &repo, &["--target", "tests/test_a.py"]);
+    let (code, v) = run_tests(&env, &repo, &["--target", "tests/test_a.py"], &[]);
     assert_eq!((code, v["status"].as_str()), (5, Some("no_tests")), "{v}");
     // pytest as the detected runner, its addopts collecting only.
     std::fs::remove_file(env.home().join("config.toml")).unwrap();
     write(&repo, "pytest.ini", "[pytest]\naddopts = --co\n");
     std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
-    let (code, v) = run_tests(&env, &repo, &[]);
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
     assert_eq!((code, v["runner"].as_str(), v["status"].as_str()), (5, Some("pytest"), Some("no_tests")), "{v}");
     assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(0), Some(0)), "{v}");
 }

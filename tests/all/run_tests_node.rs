@@ -5,35 +5,13 @@
 //! line in the test file, as do jest's and vitest's; a test that hangs is named when the timeout
 //! kills the run.
 
-use crate::util::{write, Env};
+use crate::util::{installed_tool, run_tests_json as run_tests, write, Env};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// Runs `docdex run-tests --json` and returns the exit code and the result.
-fn run_tests(env: &Env, repo: &Path, extra: &[&str]) -> (i32, Value) {
-    let mut args = vec!["run-tests", "--repo", repo.to_str().unwrap(), "--json"];
-    args.extend_from_slice(extra);
-    let out = env.run(&args);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("bad JSON ({e}): {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-    });
-    (out.status.code().unwrap_or(-1), v)
-}
-
 /// The `node_modules` holding mocha, jest and vitest, if any (under CI it must exist).
 fn node_modules() -> Option<PathBuf> {
-    match std::env::var_os("DOCDEX_TEST_NODE_MODULES").filter(|p| !p.is_empty()) {
-        Some(p) => Some(PathBuf::from(p)),
-        None if std::env::var_os("CI").is_some() => {
-            panic!("CI must export DOCDEX_TEST_NODE_MODULES; .ci/run installs mocha, jest and vitest")
-        }
-        None => {
-            eprintln!(
-                "NOTICE: DOCDEX_TEST_NODE_MODULES is not set; skipping the mocha, jest and vitest runs (run .ci/run to install them)"
-            );
-            None
-        }
-    }
+    installed_tool("DOCDEX_TEST_NODE_MODULES", "the mocha, jest and vitest runs")
 }
 
 /// A package whose test script is `script`, its files, and the runners' `node_modules` linked in.
@@ -66,11 +44,13 @@ fn failures(v: &Value) -> Vec<Failure> {
         .collect()
 }
 
-/// Runs with a short timeout a project whose suite hangs, and returns the result.
+/// Runs with a short timeout (`secs`) a project whose suite hangs, and returns the result. jest
+/// and vitest get 45 s: at 20 s, vitest on a 2-core machine busy with the rest of the suite
+/// once named no hung test (it passes alone in 21 s).
 fn run_hung(env: &Env, repo: &Path, secs: &str) -> Value {
     let started = std::time::Instant::now();
-    let (code, v) = run_tests(env, repo, &["--timeout", secs]);
-    assert!(started.elapsed().as_secs() < 90, "killed at the timeout");
+    let (code, v) = run_tests(env, repo, &["--timeout", secs], &[]);
+    assert!(started.elapsed().as_secs() < 120, "killed at the timeout");
     assert_eq!((code, v["status"].as_str()), (1, Some("timed_out")), "{v}");
     v
 }
@@ -84,7 +64,7 @@ fn mocha_failures_have_their_message_and_line_and_a_hung_test_is_named() {
     let helper = "const assert = require('node:assert');\nexports.check = (n) => {\n  assert.ok(n === 1, 'n should be one');\n};\n";
     let files = [("test/math.spec.js", MOCHA_TESTS), ("test/helper.js", helper)];
     let repo = project(&env, "mocha", "mocha --reporter spec 'test/**/*.spec.js'", &files, Some(&modules));
-    let (code, v) = run_tests(&env, &repo, &[]);
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
     assert_eq!((code, v["runner"].as_str(), v["status"].as_str()), (1, Some("npm"), Some("failed")), "{v}");
     let counts = (v["passed"].as_u64(), v["failed"].as_u64(), v["skipped"].as_u64());
     assert_eq!(counts, (Some(1), Some(2), Some(1)), "{v}");
@@ -167,7 +147,7 @@ fn jest_runs_counts_failures_and_names_the_test_that_hangs() {
     let env = Env::new();
     let tests = "describe('math', () => {\n  test('adds', () => {\n    expect(1 + 2).toBe(3);\n  });\n  test('breaks', () => {\n    expect(1 + 1).toBe(3);\n  });\n});\n";
     let repo = project(&env, "jest", "jest", &[("test/math.test.js", tests)], Some(&modules));
-    let (code, v) = run_tests(&env, &repo, &[]);
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
     assert_eq!((code, v["runner"].as_str(), v["status"].as_str()), (1, Some("jest"), Some("failed")), "{v}");
     assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(1), Some(1)), "{v}");
     // Named only before: now its message and its line in the test file too.
@@ -177,11 +157,11 @@ fn jest_runs_counts_failures_and_names_the_test_that_hangs() {
     // A test given more time than the run: jest's own timeout never strikes first.
     let hang = "test('quick', () => {});\ntest('waits forever', () => new Promise(() => {}), 10 * 60 * 1000);\n";
     write(&repo, "test/math.test.js", hang);
-    let v = run_hung(&env, &repo, "20");
+    let v = run_hung(&env, &repo, "45");
     let named = failures(&v);
     assert_eq!(
         (named[0].0.as_str(), named[0].1.as_deref(), named[0].3.as_deref()),
-        ("waits forever", Some("test/math.test.js"), Some("timed out after 20 s while running waits forever")),
+        ("waits forever", Some("test/math.test.js"), Some("timed out after 45 s while running waits forever")),
         "{v}"
     );
 }
@@ -192,7 +172,7 @@ fn vitest_runs_counts_failures_and_names_the_test_that_hangs() {
     let env = Env::new();
     let tests = "import { describe, test, expect } from 'vitest';\ndescribe('math', () => {\n  test('adds', () => {\n    expect(1 + 2).toBe(3);\n  });\n  test('breaks', () => {\n    expect(1 + 1).toBe(3);\n  });\n});\n";
     let repo = project(&env, "vitest", "vitest", &[("test/math.test.mjs", tests)], Some(&modules));
-    let (code, v) = run_tests(&env, &repo, &[]);
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
     assert_eq!((code, v["runner"].as_str(), v["status"].as_str()), (1, Some("vitest"), Some("failed")), "{v}");
     assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(1), Some(1)), "{v}");
     let f = &failures(&v)[0];
@@ -200,7 +180,12 @@ fn vitest_runs_counts_failures_and_names_the_test_that_hangs() {
     assert!(f.3.as_deref().unwrap().starts_with("AssertionError: expected 2 to be 3"), "{v}");
     let hang = "import { test } from 'vitest';\ntest('quick', () => {});\ntest('waits forever', () => new Promise(() => {}), 10 * 60 * 1000);\n";
     write(&repo, "test/math.test.mjs", hang);
-    let v = run_hung(&env, &repo, "20");
+    let v = run_hung(&env, &repo, "45");
     let named = failures(&v);
-    assert_eq!((named[0].0.as_str(), named[0].1.as_deref()), ("waits forever", Some("test/math.test.mjs")), "{v}");
+    // vitest's worker sends test starts throttled: a test that starts right after the last one
+    // sent may hang unreported, and then its file is named, saying why (both seen with 3.2.7).
+    let by_file = named[0].0 == "test/math.test.mjs"
+        && named[0].3.as_deref().is_some_and(|m| m.contains("no test of it reported running"));
+    assert!(named[0].0 == "waits forever" || by_file, "{v}");
+    assert_eq!(named[0].1.as_deref(), Some("test/math.test.mjs"), "{v}");
 }

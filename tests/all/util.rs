@@ -312,3 +312,33 @@ impl Drop for McpStdio {
         let _ = self.child.wait();
     }
 }
+
+/// `docdex run-tests --repo REPO --json EXTRA...`, with `vars` in its environment: its exit code
+/// and its result.
+pub fn run_tests_json(env: &Env, repo: &Path, extra: &[&str], vars: &[(&str, &str)]) -> (i32, serde_json::Value) {
+    let mut args = vec!["run-tests", "--repo", repo.to_str().unwrap(), "--json"];
+    args.extend_from_slice(extra);
+    let out = env.run_env(&args, vars);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("bad JSON ({e}): {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    });
+    (out.status.code().unwrap_or(-1), v)
+}
+
+/// A test tool `.ci/run` installs, from the environment variable `var` naming its directory:
+/// under CI it must be set; elsewhere `None`, with a notice that `what` is skipped.
+pub fn installed_tool(var: &str, what: &str) -> Option<PathBuf> {
+    match std::env::var_os(var).filter(|p| !p.is_empty()) {
+        Some(p) => Some(PathBuf::from(p)),
+        None if std::env::var_os("CI").is_some() => panic!("CI must export {var}; .ci/run sets it up"),
+        None => {
+            eprintln!("NOTICE: {var} is not set; skipping {what} (run .ci/run to install it)");
+            None
+        }
+    }
+}
+
+/// The venv with pytest `.ci/run` makes (see [`installed_tool`]).
+pub fn pytest_venv() -> Option<PathBuf> {
+    installed_tool("DOCDEX_TEST_PYTEST_VENV", "the pytest runs")
+}
