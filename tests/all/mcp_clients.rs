@@ -434,6 +434,18 @@ fn a_misspelt_tool_argument_is_refused_naming_the_arguments_taken() {
     assert_eq!(mcp.call("docdex_server_info", json!({}))["isError"], false);
 }
 
+/// The tools an MCP server lists.
+fn listed_tools(mcp: &mut McpStdio) -> Vec<Value> {
+    let list = mcp.request("tools/list", json!({}));
+    list["result"]["tools"].as_array().unwrap().clone()
+}
+
+/// The input schema of `tool`'s argument `field`, as listed.
+fn schema_property(tools: &[Value], tool: &str, field: &str) -> Value {
+    let t = tools.iter().find(|t| t["name"] == tool).unwrap_or_else(|| panic!("no {tool}"));
+    t["inputSchema"]["properties"][field].clone()
+}
+
 /// tour14 F8: the similarities the audits refuse outside (0, 1] and a memory's metadata, which
 /// must be an object, say so in `tools/list` (the schemas gave a bare number and any value);
 /// a value at the edge is taken and one past it refused, as the schema says.
@@ -442,12 +454,8 @@ fn tool_schemas_list_the_similarity_ranges_and_the_metadata_object() {
     let env = Env::new();
     let (repo, _) = setup(&env);
     let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], json!({}));
-    let list = mcp.request("tools/list", json!({}));
-    let tools = list["result"]["tools"].as_array().unwrap().clone();
-    let prop = |tool: &str, field: &str| {
-        let t = tools.iter().find(|t| t["name"] == tool).unwrap_or_else(|| panic!("no {tool}"));
-        t["inputSchema"]["properties"][field].clone()
-    };
+    let tools = listed_tools(&mut mcp);
+    let prop = |tool: &str, field: &str| schema_property(&tools, tool, field);
     // Conflicts are not explained: no model is configured.
     for (tool, field, args) in [
         ("docdex_audit_duplicates", "threshold", json!({})),
@@ -542,12 +550,8 @@ fn tool_schemas_list_the_minimum_each_argument_takes() {
     let env = Env::new();
     let (repo, _) = setup(&env);
     let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], json!({}));
-    let list = mcp.request("tools/list", json!({}));
-    let tools = list["result"]["tools"].as_array().unwrap().clone();
-    let prop = |tool: &str, field: &str| {
-        let t = tools.iter().find(|t| t["name"] == tool).unwrap_or_else(|| panic!("no {tool}"));
-        t["inputSchema"]["properties"][field].clone()
-    };
+    let tools = listed_tools(&mut mcp);
+    let prop = |tool: &str, field: &str| schema_property(&tools, tool, field);
     assert_eq!(prop("docdex_symbols", "limit")["minimum"].as_u64(), Some(1));
     assert_eq!(prop("docdex_memory_recall", "limit")["minimum"].as_u64(), Some(1));
     let budget = prop("docdex_context", "budget");

@@ -1561,6 +1561,19 @@ fn a_cargo_run_killed_at_the_timeout_names_the_test_that_hangs() {
     );
 }
 
+/// Builds the test binaries of `packages` in `repo` (offline, into `gocache`), so a run's
+/// timeout is spent running them.
+fn go_build_first(repo: &Path, gocache: &Path, packages: &str) {
+    let built = std::process::Command::new("go")
+        .args(["test", "-run", "NONE", packages])
+        .current_dir(repo)
+        .env("GOCACHE", gocache)
+        .env("GOPROXY", "off")
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+}
+
 #[test]
 fn go_directory_targets_take_subpackages_printed_announcements_are_text_and_a_hang_is_named() {
     if !have_go() {
@@ -1604,15 +1617,7 @@ fn go_directory_targets_take_subpackages_printed_announcements_are_text_and_a_ha
     let (_, v) = run_tests(&env, &repo, &["--target", "pkg/a_test.go"], &vars);
     assert_eq!(v["command"], serde_json::json!(["go", "test", "-v", "-timeout=570s", "./pkg"]), "{v}");
 
-    // Built first, so the timeout is spent running.
-    let built = std::process::Command::new("go")
-        .args(["test", "-run", "NONE", "./hang"])
-        .current_dir(&repo)
-        .env("GOCACHE", &gocache)
-        .env("GOPROXY", "off")
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    go_build_first(&repo, &gocache, "./hang");
     // go's own -timeout (7 s, below docdex's 10) stops it: named, and placed where it sleeps.
     let (code, v) = run_tests(&env, &repo, &["--target", "hang", "--timeout", "10"], &vars);
     assert_eq!((code, v["status"].as_str(), v["passed"].as_u64()), (1, Some("timed_out"), Some(1)), "{v}");
@@ -1647,15 +1652,7 @@ fn a_hang_in_each_of_several_go_packages_is_named_by_gos_own_timeout() {
         "package stuck\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestA(t *testing.T) {}\n\nfunc TestStuck(t *testing.T) {\n\ttime.Sleep(300 * time.Second)\n}\n",
     );
     let gocache = env.dir.path().join("gocache");
-    // Built first, so the timeout is spent running.
-    let built = std::process::Command::new("go")
-        .args(["test", "-run", "NONE", "./..."])
-        .current_dir(&repo)
-        .env("GOCACHE", &gocache)
-        .env("GOPROXY", "off")
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    go_build_first(&repo, &gocache, "./...");
     let vars = [("GOPROXY", "off"), ("GOTOOLCHAIN", "local"), ("GOCACHE", gocache.to_str().unwrap())];
     let (code, v) = run_tests(&env, &repo, &["--timeout", "10"], &vars);
     assert_eq!(v["command"], serde_json::json!(["go", "test", "-v", "-timeout=7s", "./..."]), "{v}");
