@@ -1711,3 +1711,55 @@ fn a_pytest_run_killed_at_the_timeout_names_the_test_it_was_in() {
     assert_eq!(v["failures"][0]["name"], "tests/test_hang.py::test_sleeps", "{v}");
     assert_eq!(v["failures"][0]["message"], "timed out after 8 s while running tests/test_hang.py::test_sleeps", "{v}");
 }
+
+/// A test printing more than docdex keeps (50,000 lines) used to push the start of the output
+/// out: cargo's result line of the binary before it (1 passed, 2 failed read "0 passed, 1
+/// failed", the unit test's failure gone) and pytest's `FAILURES` header (each failure lost
+/// its line), with nothing saying the output was cut.
+#[test]
+fn a_test_printing_megabytes_keeps_the_counts_and_places_printed_before_it() {
+    let env = Env::new();
+    let repo = env.repo("loudcrate");
+    write(
+        &repo,
+        "Cargo.toml",
+        "[package]\nname = \"loud\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    );
+    write(
+        &repo,
+        "src/lib.rs",
+        "#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {}\n\n    #[test]\n    fn breaks() {\n        assert_eq!(1 + 1, 3);\n    }\n}\n",
+    );
+    write(
+        &repo,
+        "tests/z_loud.rs",
+        "#[test]\nfn loud() {\n    for i in 0..60000 {\n        println!(\"line {i}\");\n    }\n    panic!(\"loud failed\");\n}\n",
+    );
+    let target = env.dir.path().join("cargo-target");
+    let (code, v) = run_tests(&env, &repo, &[], &[("CARGO_TARGET_DIR", target.to_str().unwrap())]);
+    assert_eq!((code, v["passed"].as_u64(), v["failed"].as_u64()), (1, Some(1), Some(2)), "{v}");
+    let names: Vec<_> = failures(&v).into_iter().map(|f| (f.0, f.2)).collect();
+    assert!(names.contains(&("tests::breaks".to_string(), Some(8))), "{names:?}");
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("were not, so counts and failures printed only there are missing"), "{notes}");
+
+    let Some(venv) = pytest_venv() else { return };
+    let repo = env.repo("loudpy");
+    write(&repo, "pyproject.toml", "[project]\nname = \"fixture\"\nversion = \"0.1.0\"\n");
+    write(&repo, "tests/test_a.py", "def test_quiet():\n    assert 1 == 2\n");
+    write(
+        &repo,
+        "tests/test_b.py",
+        "def test_loud():\n    for i in range(60000):\n        print('x' * 40)\n    assert 'a' == 'b'\n",
+    );
+    std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
+    assert_eq!((code, v["failed"].as_u64()), (1, Some(2)), "{v}");
+    assert_eq!(
+        failures(&v),
+        [
+            ("tests/test_a.py::test_quiet".to_string(), Some("tests/test_a.py".to_string()), Some(2)),
+            ("tests/test_b.py::test_loud".to_string(), Some("tests/test_b.py".to_string()), Some(4)),
+        ]
+    );
+}

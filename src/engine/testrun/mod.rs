@@ -23,6 +23,7 @@ mod group;
 mod hung;
 mod jest;
 mod js_stack;
+mod kept;
 mod location;
 mod multi;
 mod node;
@@ -37,6 +38,7 @@ use crate::engine::cancel::CancelToken;
 use crate::engine::code::test_files::is_test_path;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use kept::Kept;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -44,10 +46,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use types::*;
 
-/// Lines of output kept for parsing (the oldest are dropped beyond this).
-const MAX_KEPT_LINES: usize = 50_000;
-/// Bytes of output kept for parsing, at most.
-const MAX_KEPT_BYTES: usize = 32 * 1024 * 1024;
 /// Bytes of one output line kept (the rest is counted and cut).
 const MAX_LINE_BYTES: usize = 16 * 1024;
 /// How long the output may stay open after the run's process group is gone.
@@ -551,26 +549,6 @@ struct Finished {
     runner_timeout: bool,
 }
 
-/// The output kept for parsing: the newest lines, at most `MAX_KEPT_LINES` and
-/// `MAX_KEPT_BYTES`, each cut at `MAX_LINE_BYTES`, so a runner printing gigabytes (or one
-/// line without a newline) cannot take the memory.
-#[derive(Default)]
-struct Kept {
-    lines: std::collections::VecDeque<String>,
-    bytes: usize,
-}
-
-impl Kept {
-    fn push(&mut self, line: String) {
-        self.bytes += line.len();
-        self.lines.push_back(line);
-        while self.lines.len() > MAX_KEPT_LINES || self.bytes > MAX_KEPT_BYTES {
-            let Some(old) = self.lines.pop_front() else { break };
-            self.bytes -= old.len();
-        }
-    }
-}
-
 /// Reads `pipe` line by line into `kept`; a line's bytes past `MAX_LINE_BYTES` are counted,
 /// not stored.
 fn read_lines(pipe: impl Read, kept: &Mutex<Kept>) {
@@ -718,7 +696,8 @@ fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> 
             break;
         }
     }
-    let lines = kept.lock().map(|k| k.lines.iter().cloned().collect()).unwrap_or_default();
+    let (lines, cut) = kept.lock().map(|k| (k.lines(), k.note())).unwrap_or_default();
+    notes.extend(cut);
     Ok(Finished {
         exit_code: if timed_out { None } else { status.and_then(|s| s.code()) },
         timed_out,
