@@ -645,7 +645,77 @@ pub fn contradicts_kept(
     breaks_kept_ban(content, &others)
 }
 
-/// The category a statement reads as, when nobody said.
+/// Verbs that make a statement tooling when what they take is a tool (`use pytest`, `switch to
+/// pnpm`); what they take decides ([`STYLE_NOTIONS`]).
+const TOOLING_VERBS: &[&str] = &["use", "using", "switch", "switching", "adopt", "migrate"];
+
+/// Words that make a statement tooling whatever its verb.
+const TOOLING_WORDS: &[&str] = &[
+    "library",
+    "framework",
+    "tool",
+    "package",
+    "runner",
+    "linter",
+    "formatter",
+    "vitest",
+    "jest",
+    "pnpm",
+    "npm",
+    "yarn",
+];
+
+/// Code-style notions, as [`words`] splits them (`snake_case` is `snake case`): "use early
+/// returns", "use snake_case", "using type hints" are style, not tooling, though they hold
+/// "use". Each entry is one word or several in a row.
+const STYLE_NOTIONS: &[&str] = &[
+    "early return",
+    "early returns",
+    "guard clause",
+    "guard clauses",
+    "snake case",
+    "camelcase",
+    "camel case",
+    "pascalcase",
+    "pascal case",
+    "kebab-case",
+    "kebab case",
+    "screaming snake case",
+    "type hints",
+    "type hint",
+    "type annotations",
+    "f-strings",
+    "f-string",
+    "tabs",
+    "spaces",
+    "indentation",
+    "naming",
+    "names",
+    "descriptive names",
+    "docstrings",
+    "comments",
+    "semicolons",
+    "single quotes",
+    "double quotes",
+    "trailing commas",
+    "braces",
+    "short functions",
+    "pure functions",
+    "immutability",
+    "const",
+    "arrow functions",
+    "list comprehensions",
+    "comprehensions",
+    "pattern matching",
+    "named exports",
+    "default exports",
+    "explicit types",
+];
+
+/// The category a statement reads as, when nobody said. "use", "using", "switch", "adopt" and
+/// "migrate" make it tooling unless a code-style notion follows the verb ([`STYLE_NOTIONS`]:
+/// "always use early returns" is style, "use pytest" tooling); a tool's word makes it tooling
+/// wherever it stands ("prefer the vitest runner").
 pub fn classify(text: &str) -> Category {
     let w = words(text);
     let has = |xs: &[&str]| w.iter().any(|x| xs.contains(&x.as_str()));
@@ -657,29 +727,34 @@ pub fn classify(text: &str) -> Category {
     ]) {
         return Category::Workflow;
     }
-    if has(&[
-        "use",
-        "using",
-        "switch",
-        "switching",
-        "adopt",
-        "migrate",
-        "library",
-        "framework",
-        "tool",
-        "package",
-        "runner",
-        "linter",
-        "formatter",
-        "vitest",
-        "jest",
-        "pnpm",
-        "npm",
-        "yarn",
-    ]) {
+    if has(TOOLING_WORDS) {
         return Category::Tooling;
     }
-    Category::Style
+    let verbs: Vec<usize> = (0..w.len()).filter(|&i| TOOLING_VERBS.contains(&w[i].as_str())).collect();
+    match verbs.iter().all(|&i| takes_style_notion(&w[i + 1..])) {
+        true => Category::Style,
+        false => Category::Tooling,
+    }
+}
+
+/// Whether the words after a tooling verb name a code-style notion before they end or reach a
+/// word that closes the verb's object (`in`, `for`, `when`, ..., or the next such verb): "use
+/// early returns in python code", "using snake_case for variables"; not "use ruff to check the
+/// tabs".
+fn takes_style_notion(after: &[String]) -> bool {
+    const CLOSES: &[&str] =
+        &["in", "for", "when", "with", "to", "so", "because", "instead", "over", "and", "via", "by"];
+    let end = after
+        .iter()
+        .position(|x| CLOSES.contains(&x.as_str()) || TOOLING_VERBS.contains(&x.as_str()))
+        .unwrap_or(after.len());
+    let object = &after[..end];
+    (0..object.len()).any(|i| {
+        STYLE_NOTIONS.iter().any(|n| {
+            let n: Vec<&str> = n.split(' ').collect();
+            object.len() - i >= n.len() && n.iter().zip(&object[i..]).all(|(a, b)| *a == b.as_str())
+        })
+    })
 }
 
 /// Words that open a question, or a request to the assistant, rather than a statement.
@@ -955,6 +1030,39 @@ mod tests {
         assert_eq!(classify("Write the test first, then the code"), Category::Workflow);
         assert_eq!(classify("We are switching to vitest"), Category::Tooling);
         assert_eq!(classify("Prefer short functions"), Category::Style);
+    }
+
+    /// tour16 F7: any statement holding "use" was filed as tooling, so "always use early returns
+    /// in python code" and "use snake_case" were tooling. What the verb takes decides now.
+    #[test]
+    fn use_of_a_code_style_notion_is_style_and_use_of_a_tool_is_tooling() {
+        for text in [
+            "from now on always use early returns in python code",
+            "use snake_case for variables",
+            "Use camelCase in JavaScript",
+            "use guard clauses instead of nested ifs",
+            "always use type hints",
+            "use f-strings for formatting",
+            "use tabs",
+            "Use 4 spaces for indentation",
+            "using descriptive names for tests",
+            "prefer snake_case and use trailing commas",
+        ] {
+            assert_eq!(classify(text), Category::Style, "{text}");
+        }
+        for text in [
+            "use pytest",
+            "use ruff to check the tabs",
+            "always use pnpm",
+            "we are using uv for python projects",
+            "use pytest and early returns",
+            "use black",
+            "use the vitest runner for type hints",
+            "switch to poetry",
+            "use ruff; use snake_case",
+        ] {
+            assert_eq!(classify(text), Category::Tooling, "{text}");
+        }
         assert!(carries_preference("We are switching to vitest for this project."));
         assert!(carries_preference("From now on, never use default exports"));
         assert!(!carries_preference("Should I always use vitest?"));
