@@ -1511,17 +1511,21 @@ fn a_target_in_a_cargo_workspace_member_runs_that_member_and_compile_errors_are_
     assert_eq!(v["failed"].as_u64(), Some(2), "{v}");
 }
 
-#[test]
-fn a_cargo_run_killed_at_the_timeout_names_the_test_that_hangs() {
-    let env = Env::new();
-    let repo = env.repo("hangcrate");
+/// A crate whose tests `b_hangs` and `c_hangs` never end (`a_quick` and `d_waits` do), its test
+/// binary built (into the returned target directory) with `cargo_config` as its
+/// `.cargo/config.toml` when given, so a run's timeout is spent running the tests.
+fn hanging_crate(env: &Env, name: &str, cargo_config: Option<&str>) -> (PathBuf, PathBuf) {
+    let repo = env.repo(name);
     write(&repo, "Cargo.toml", "[package]\nname = \"hang\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
     write(
         &repo,
         "src/lib.rs",
         "#[cfg(test)]\nmod tests {\n    #[test]\n    fn a_quick() {}\n\n    #[test]\n    fn b_hangs() {\n        std::thread::sleep(std::time::Duration::from_secs(300));\n    }\n\n    #[test]\n    fn c_hangs() {\n        std::thread::sleep(std::time::Duration::from_secs(300));\n    }\n\n    #[test]\n    fn d_waits() {}\n}\n",
     );
-    let target = env.dir.path().join("cargo-target");
+    if let Some(config) = cargo_config {
+        write(&repo, ".cargo/config.toml", config);
+    }
+    let target = env.dir.path().join(format!("cargo-target-{name}"));
     let built = std::process::Command::new("cargo")
         .args(["test", "--no-run", "--quiet"])
         .current_dir(&repo)
@@ -1529,6 +1533,13 @@ fn a_cargo_run_killed_at_the_timeout_names_the_test_that_hangs() {
         .output()
         .unwrap();
     assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    (repo, target)
+}
+
+#[test]
+fn a_cargo_run_killed_at_the_timeout_names_the_test_that_hangs() {
+    let env = Env::new();
+    let (repo, target) = hanging_crate(&env, "hangcrate", None);
     // One test at a time: libtest prints `test tests::b_hangs ... ` as it starts.
     let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap()), ("RUST_TEST_THREADS", "1")];
     let (code, v) = run_tests(&env, &repo, &["--timeout", "8"], &vars);
@@ -1557,6 +1568,29 @@ fn a_cargo_run_killed_at_the_timeout_names_the_test_that_hangs() {
     assert_eq!(
         v["failures"][0]["message"],
         "timed out after 5 s while running tests::b_hangs, one of 2 tests libtest was running side by side, which names a test only when it ends (tests::b_hangs, tests::c_hangs)",
+        "{v}"
+    );
+}
+
+/// The thread count cargo hands the test binaries from the repository's `.cargo/config.toml`
+/// `[env]` names the tests running side by side: forced there, it beats docdex's own
+/// environment (one thread, where libtest would have named the test as it started and the
+/// list would name b_hangs alone).
+#[test]
+fn a_cargo_run_killed_at_the_timeout_reads_the_thread_count_of_the_repository_cargo_config() {
+    let env = Env::new();
+    let config = "[env]\nRUST_TEST_THREADS = { value = \"2\", force = true }\n";
+    let (repo, target) = hanging_crate(&env, "hangconfig", Some(config));
+    let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap()), ("RUST_TEST_THREADS", "1")];
+    let (_, v) = run_tests(&env, &repo, &["--timeout", "5"], &vars);
+    assert_eq!(
+        (v["status"].as_str(), v["passed"].as_u64(), v["failed"].as_u64()),
+        (Some("timed_out"), Some(1), Some(2)),
+        "{v}"
+    );
+    assert_eq!(
+        failures(&v),
+        [("tests::b_hangs".to_string(), None, None), ("tests::c_hangs".to_string(), None, None)],
         "{v}"
     );
 }

@@ -295,7 +295,7 @@ pub(super) fn running_at_timeout(root: &Path, command: &[String], out: &str) -> 
         tracing::debug!(listed = listed.len(), ran = bin.count, "the test list does not match the run's count");
         return None;
     }
-    Some(side_by_side(&listed, &bin.ended, test_threads()))
+    Some(side_by_side(&listed, &bin.ended, test_threads(root)))
 }
 
 /// The positional filter of a `cargo test` command line this module built (`calc::` of
@@ -312,14 +312,73 @@ fn test_filter(command: &[String]) -> Option<String> {
     None
 }
 
-/// How many tests libtest runs at once: `RUST_TEST_THREADS`, which the run inherits from
-/// docdex, else the cores this process may use (libtest's own rule, and the run's cores are ours).
-fn test_threads() -> usize {
-    std::env::var("RUST_TEST_THREADS")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .filter(|n| *n > 0)
+/// How many tests libtest runs at once in a `cargo test` run from `root`: the
+/// `RUST_TEST_THREADS` cargo hands the test binaries ([`threads_for`]), else the cores this
+/// process may use (libtest's own rule, and the run's cores are ours). The repository's
+/// `.cargo/config.toml` `[env]` was not read, so a project pinning one thread there (or
+/// forcing a count over the environment's) had the wrong tests named at a timeout.
+fn test_threads(root: &Path) -> usize {
+    let env = std::env::var("RUST_TEST_THREADS").ok();
+    threads_for(env.as_deref(), config_threads(root, root).as_ref())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// A `RUST_TEST_THREADS` entry of a cargo config's `[env]`: `"1"` or `{ value = "1", force = true }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ConfigThreads {
+    value: String,
+    force: bool,
+}
+
+/// The thread count cargo's test binaries see, by cargo's rule for `[env]`: a config value
+/// does not replace a variable already in the environment unless it is `force`d.
+fn threads_for(env: Option<&str>, config: Option<&ConfigThreads>) -> Option<usize> {
+    let value = match (env, config) {
+        (_, Some(c)) if c.force => c.value.as_str(),
+        (Some(e), _) => e,
+        (None, Some(c)) => c.value.as_str(),
+        (None, None) => return None,
+    };
+    value.trim().parse().ok().filter(|n: &usize| *n > 0)
+}
+
+/// The `[env] RUST_TEST_THREADS` cargo run in `cwd` reads from the repository's own config
+/// files: `.cargo/config` (cargo prefers it when both exist) or `.cargo/config.toml` in
+/// `cwd` and its parents, the nearest first, up to `root` and never above it (a config
+/// outside the repository, or cargo's home, is not the repository's to read).
+fn config_threads(cwd: &Path, root: &Path) -> Option<ConfigThreads> {
+    for dir in cwd.ancestors().take_while(|d| d.starts_with(root)) {
+        let file = [dir.join(".cargo/config"), dir.join(".cargo/config.toml")].into_iter().find(|f| f.is_file());
+        let Some(file) = file else { continue };
+        let text = match std::fs::read_to_string(&file) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::debug!(file = %file.display(), "reading the cargo config: {e}");
+                continue;
+            }
+        };
+        match env_threads(&text) {
+            Ok(Some(found)) => return Some(found),
+            Ok(None) => {}
+            // cargo refuses such a file too: the run's own output says why.
+            Err(e) => tracing::debug!(file = %file.display(), "the cargo config is not TOML: {e}"),
+        }
+    }
+    None
+}
+
+/// `[env] RUST_TEST_THREADS` of one cargo config file's text, if it sets it.
+fn env_threads(text: &str) -> Result<Option<ConfigThreads>, toml::de::Error> {
+    let doc: toml::Table = toml::from_str(text)?;
+    let entry = doc.get("env").and_then(|e| e.get("RUST_TEST_THREADS"));
+    Ok(match entry {
+        Some(toml::Value::String(v)) => Some(ConfigThreads { value: v.clone(), force: false }),
+        Some(toml::Value::Table(t)) => t.get("value").and_then(toml::Value::as_str).map(|v| ConfigThreads {
+            value: v.to_string(),
+            force: t.get("force").and_then(toml::Value::as_bool).unwrap_or(false),
+        }),
+        _ => None,
+    })
 }
 
 /// The tests running of `listed` (in libtest's order: by name, as `--list` prints them) when
@@ -426,6 +485,42 @@ mod tests {
         let many: Vec<String> = (0..8).map(|i| format!("t{i}")).collect();
         assert!(side_by_side(&many, &[], 8)[0].what.ends_with("(t0, t1, t2, t3, t4, and 3 more)"));
         assert!(side_by_side(&list, &list, 2).is_empty());
+    }
+
+    #[test]
+    fn the_thread_count_is_read_from_the_repository_cargo_config_as_cargo_applies_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        let sub = root.join("crates/a");
+        std::fs::create_dir_all(root.join(".cargo")).unwrap();
+        std::fs::create_dir_all(sub.join(".cargo")).unwrap();
+        // Above the repository: never read.
+        std::fs::create_dir_all(dir.path().join(".cargo")).unwrap();
+        std::fs::write(dir.path().join(".cargo/config.toml"), "[env]\nRUST_TEST_THREADS = \"7\"\n").unwrap();
+        assert_eq!(config_threads(&root, &root), None);
+        std::fs::write(root.join(".cargo/config.toml"), "[env]\nRUST_TEST_THREADS = \"1\"\n").unwrap();
+        let plain = ConfigThreads { value: "1".into(), force: false };
+        assert_eq!(config_threads(&root, &root), Some(plain.clone()));
+        // The nearest file setting it wins; one that does not set it is passed over.
+        std::fs::write(sub.join(".cargo/config.toml"), "[build]\njobs = 1\n").unwrap();
+        assert_eq!(config_threads(&sub, &root), Some(plain.clone()));
+        std::fs::write(sub.join(".cargo/config.toml"), "[env]\nRUST_TEST_THREADS = { value = \"3\", force = true }\n")
+            .unwrap();
+        let forced = ConfigThreads { value: "3".into(), force: true };
+        assert_eq!(config_threads(&sub, &root), Some(forced.clone()));
+        // `.cargo/config` beside `config.toml` is the one cargo reads.
+        std::fs::write(root.join(".cargo/config"), "[env]\nRUST_TEST_THREADS = \"4\"\n").unwrap();
+        assert_eq!(config_threads(&root, &root).map(|c| c.value), Some("4".into()));
+        std::fs::write(root.join(".cargo/config"), "not toml [").unwrap();
+        assert_eq!(config_threads(&root, &root), None);
+        // cargo's rule: the environment's value stands unless the config's is forced.
+        assert_eq!(threads_for(None, Some(&plain)), Some(1));
+        assert_eq!(threads_for(Some("2"), Some(&plain)), Some(2));
+        assert_eq!(threads_for(Some("1"), Some(&forced)), Some(3));
+        assert_eq!(threads_for(Some("2"), None), Some(2));
+        assert_eq!(threads_for(None, None), None);
+        assert_eq!(threads_for(Some("0"), None), None);
+        assert_eq!(threads_for(None, Some(&ConfigThreads { value: "many".into(), force: false })), None);
     }
 
     #[test]
