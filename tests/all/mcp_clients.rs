@@ -529,6 +529,16 @@ fn methods_of_capabilities_not_declared_answer_empty_lists_or_say_what_there_is(
         ("resources/subscribe", json!({"uri": "file:///x"}), "has no resources"),
         ("completion/complete", completion, "completes no arguments"),
         ("logging/setLevel", json!({"level": "debug"}), "sends no log messages"),
+        // Extensions rmcp answers before any handler method (its message was the method alone).
+        ("tasks/get", json!({"taskId": "t1"}), "runs no tasks"),
+        ("tasks/cancel", json!({"taskId": "t1"}), "runs no tasks"),
+        ("tasks/update", json!({"taskId": "t1", "inputResponses": {}}), "runs no tasks"),
+        ("skills/list", json!({}), "has no skills"),
+        ("skills/get", json!({"uri": "skill://x/SKILL.md"}), "has no skills"),
+        ("resources/directory/read", json!({"uri": "skill://x/"}), "has no resources"),
+        ("subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}), "has nothing to subscribe to"),
+        // Params rmcp cannot read land in its catch-all: still not offered, not "unknown".
+        ("tasks/get", json!({}), "runs no tasks"),
     ] {
         let r = mcp.request(method, params);
         assert_eq!(r["error"]["code"], -32601, "{method}: {r}");

@@ -377,6 +377,17 @@ async fn streamable_http_mcp_errors_are_json_rpc() {
         body.contains("-32601") && body.contains("unknown method nope/method") && body.contains("tools/call"),
         "{body}"
     );
+    // An extension rmcp answers itself (tasks, skills) says so too: rmcp's message was the method.
+    let task = r#"{"jsonrpc":"2.0","id":10,"method":"tasks/get","params":{"taskId":"t1"}}"#;
+    let r = post(task).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let body = r.text().await.unwrap();
+    assert!(
+        body.contains("-32601")
+            && body.contains("tasks/get is not offered: this server runs no tasks")
+            && body.contains("tools/call"),
+        "{body}"
+    );
     let bad = r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"docdex_search","arguments":"x"}}"#;
     let v = rpc_error(post(bad).header("mcp-session-id", &session).send().await.unwrap(), 400, -32602).await;
     assert!(v["error"]["message"].as_str().unwrap().contains("`arguments` must be an object"), "{v}");

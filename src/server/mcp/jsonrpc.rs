@@ -27,6 +27,8 @@ pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
 /// A known method whose `params` do not fit it.
 pub const INVALID_PARAMS: i64 = -32602;
+/// A method this server does not answer.
+pub const METHOD_NOT_FOUND: i64 = -32601;
 
 /// What the server answers, said after every method-not-found message so a client learns the
 /// methods there are.
@@ -49,9 +51,44 @@ pub fn not_offered(method: &str) -> String {
         "resources" => "has no resources",
         "completion" => "completes no arguments (it has no prompts or resource templates)",
         "logging" => "sends no log messages over MCP (it logs to stderr; DOCDEX_LOG sets the level)",
+        "tasks" => "runs no tasks (it declares no tasks extension: a tools/call answers when it is done)",
+        "skills" => "has no skills (it declares no skills extension)",
+        "subscriptions" => "has nothing to subscribe to (no resources, no list changes)",
         _ => "does not offer it",
     };
     format!("{method} is not offered: this server {lacks} (its only capability is tools); {ANSWERS}")
+}
+
+/// The method-not-found message for a method rmcp could not read (its catch-all): an
+/// extension method MCP defines (`tasks/*`, `skills/*`, `resources/directory/read`,
+/// `subscriptions/listen`, sent with params rmcp does not take) is [`not_offered`], as it is
+/// with well-formed params; anything else is [`unknown_method`]. It was "unknown method
+/// tasks/get", as though MCP did not define it.
+pub fn method_not_found(method: &str) -> String {
+    if answered_by_rmcp(method) {
+        not_offered(method)
+    } else {
+        unknown_method(method)
+    }
+}
+
+/// Whether rmcp answers `method` itself, before any `ServerHandler` method could: the tasks
+/// extension (`tasks/*`), the skills extension (`skills/*`, `resources/directory/read`), checked
+/// against capabilities docdex does not declare, and `subscriptions/listen`, which rmcp refuses
+/// when the handler accepts no subscription. Its answer was `-32601` with the method alone.
+pub fn answered_by_rmcp(method: &str) -> bool {
+    method.starts_with("tasks/")
+        || method.starts_with("skills/")
+        || matches!(method, "resources/directory/read" | "subscriptions/listen")
+}
+
+/// Method not found (`-32601`) saying what the server lacks ([`not_offered`]) for a request
+/// (a message with a `method` and an `id`) of a method [`answered_by_rmcp`]; `None` for every
+/// other message, notifications included (they get no answer).
+pub fn not_offered_reply(message: &Value) -> Option<Rejection> {
+    let method = message.get("method")?.as_str()?;
+    let id = message.get("id").filter(|id| !id.is_null())?;
+    answered_by_rmcp(method).then(|| Rejection::new(id.clone(), METHOD_NOT_FOUND, not_offered(method)))
 }
 
 /// A message refused before rmcp: the JSON-RPC error the client gets instead.

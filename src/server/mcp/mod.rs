@@ -11,6 +11,7 @@
 //! whose text says what to do, so an agent can act on them.
 
 pub mod jsonrpc;
+pub mod service;
 pub mod sessions;
 pub mod sse;
 pub mod stdio;
@@ -211,13 +212,15 @@ impl ServerHandler for DocdexMcp {
 
     /// A method MCP does not define (rmcp's catch-all) is method not found (`-32601`) naming
     /// it and the methods there are, on every transport: rmcp's message was the method alone.
+    /// An extension method whose params rmcp could not read lands here too, and says it is
+    /// not offered ([`jsonrpc::method_not_found`]), as [`service::McpService`] does for it.
     async fn on_custom_request(
         &self,
         request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
         tracing::info!(method = %request.method, "unknown MCP method");
-        Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, jsonrpc::unknown_method(&request.method), None))
+        Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, jsonrpc::method_not_found(&request.method), None))
     }
 
     /// `prompts/list` without the prompts capability: an empty list, not `-32601`. Clients such
@@ -436,7 +439,7 @@ where
                         false => plain_text_as_json_rpc(response, Value::Null, session).await,
                     }
                 }
-                Method::POST => post(service, req, limit, session).await,
+                Method::POST => post(service, req, limit, session, &sessions).await,
                 Method::DELETE => match session.as_deref().filter(|s| !sessions.holds(s)) {
                     // rmcp ends an unknown session without a word and answers it as ended.
                     Some(_) => {
@@ -469,7 +472,13 @@ where
 /// A POST: its body read and checked (see [`streamable_http`]), then forwarded; a request's
 /// answer stream cancels the request when its client hangs up before the answer
 /// ([`streams::cancel_on_hang_up`]).
-async fn post<S>(service: S, req: axum::extract::Request, limit: usize, session: Option<String>) -> Response
+async fn post<S>(
+    service: S,
+    req: axum::extract::Request,
+    limit: usize,
+    session: Option<String>,
+    sessions: &sessions::BoundedSessions,
+) -> Response
 where
     S: tower_service::Service<axum::extract::Request, Error = std::convert::Infallible> + Clone + Send + Sync + 'static,
     S::Response: IntoResponse,
@@ -483,6 +492,12 @@ where
     let mut id = Value::Null;
     if message.get("method").is_some() {
         id = message.get("id").cloned().unwrap_or(Value::Null);
+    }
+    // rmcp's dispatch answers these before any handler method, with the method alone; a
+    // session it does not hold is still rmcp's to refuse (400 / 404).
+    if let Some(refused) = session.as_deref().filter(|s| sessions.holds(s)).and(jsonrpc::not_offered_reply(&message)) {
+        tracing::info!(method = ?message.get("method"), "MCP method of an extension this server does not declare");
+        return rpc_error(StatusCode::OK, refused);
     }
     if let Some(extras) = InitExtras::from_message(&message) {
         parts.extensions.insert(extras);

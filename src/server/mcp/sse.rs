@@ -309,7 +309,7 @@ pub async fn connect(
         Ok(None) => {}
         Err(Full) => return Err(busy(sessions.limits.max_sessions)),
     }
-    let handler = DocdexMcp::new(state.clone(), init, false);
+    let handler = super::service::McpService(DocdexMcp::new(state.clone(), init, false));
     tokio::spawn(run_session(handler, (to_client, from_client), sessions.clone(), id.clone(), close.clone()));
     let guard = SessionGuard { sessions, id: id.clone() };
     let endpoint = Event::default().event("endpoint").data(format!("/v1/mcp/message?sessionId={id}"));
@@ -344,7 +344,7 @@ fn busy(max: usize) -> axum::response::Response {
 /// client's silence outlasts [`SseLimits`] or it is closed (evicted, shutdown): then `close` ends
 /// the stream at once.
 async fn run_session<T, E, A>(
-    handler: DocdexMcp,
+    handler: super::service::McpService,
     transport: T,
     sessions: Arc<SseSessions>,
     id: String,

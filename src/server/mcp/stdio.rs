@@ -104,7 +104,7 @@ impl InFlight {
 /// Serves MCP on stdin/stdout until stdin closes or a signal arrives.
 pub async fn serve(app: AppState) -> anyhow::Result<()> {
     let slot = InitSlot::default();
-    let handler = DocdexMcp::new(app.clone(), slot.clone(), true);
+    let handler = super::service::McpService(DocdexMcp::new(app.clone(), slot.clone(), true));
     let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>(64);
     let writer = tokio::spawn(write_lines(out_rx));
     // rmcp reads what the pump lets through and writes into a pipe the writer task drains.
