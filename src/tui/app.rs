@@ -584,6 +584,10 @@ impl App {
         self.dag.reset();
         self.impact_followed = None;
         self.with_search(|s, cx| s.reset_for_repo(cx));
+        // The chat shows a conversation about this repository (a follow-up continued the
+        // other one's session, its answers as history, its citations opened here).
+        self.chat.repo_switched(&self.repo);
+        self.follow_chat_turn();
         self.requests.push(Request::LoadRepos { current: self.repo.clone() });
         let name = self.repo_name();
         self.set_notice(Level::Info, format!("switched to {name}"));

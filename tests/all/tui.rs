@@ -630,6 +630,45 @@ fn repos_add_reindex_remove_and_watch() {
     assert!(h.engine.list_repos().expect("list").iter().all(|r| r.path != other));
 }
 
+/// tour18 F2: `r` on a watched repository looked like it did nothing. The watcher paused for the
+/// run and its restart put "watcher started" over the run's outcome, and a run with nothing to
+/// change left no message. Now the status bar says how the run ended, and the outcome stays.
+#[test]
+fn reindex_says_how_it_ended_also_on_a_watched_repository_with_nothing_changed() {
+    let mut h = Harness::new().started();
+    h.alt('1');
+    h.pump();
+    // The repository as the overview shows it while this workbench watches it.
+    let mut rows = h.app.repos().rows().to_vec();
+    rows.iter_mut().for_each(|r| r.watching = true);
+    h.engine_event(EngineEvent::Repos(Ok(rows)));
+    h.key(KeyCode::Char('r'));
+    let reqs = h.requests();
+    assert_eq!(reqs, vec![Request::Index { repo: h.repo.clone(), rebuild: false }]);
+    // The worker stops the watcher, runs the index, and watches again.
+    let repo = h.repo.clone();
+    let watch = |activity| EngineEvent::Watch { repo: repo.clone(), activity };
+    h.engine_event(watch(docdex::tui::event::WatchActivity::Stopped));
+    for e in docdex::tui::worker::run_sync(&h.engine, reqs[0].clone()) {
+        h.engine_event(e);
+    }
+    h.engine_event(watch(docdex::tui::event::WatchActivity::Ready));
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "re-indexed fixture: nothing changed"), "the status bar says it ran: {s}");
+    assert!(shows(&s, "(+0 ~0 -0)") && shows(&s, "; watcher resumed"), "the run's outcome stays: {s}");
+    assert!(!shows(&s, "watcher started"), "{s}");
+    // An edit, then `r`: what changed is counted.
+    crate::util::write(&h.repo, "src/new_module.rs", "pub fn fresh_thing() {}\n");
+    h.key(KeyCode::Char('r'));
+    for r in h.requests() {
+        for e in docdex::tui::worker::run_sync(&h.engine, r) {
+            h.engine_event(e);
+        }
+    }
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "re-indexed fixture: 1 changed (+1 ~0 -0)"), "{s}");
+}
+
 /// A path the prompt accepts but the engine refuses to index (a credentials folder) brings
 /// the prompt back with what was typed and the reason; it closed, the text lost.
 #[test]

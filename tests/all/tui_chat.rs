@@ -539,3 +539,58 @@ fn the_trace_pane_says_how_many_recalled_preferences_the_prompt_used() {
     snap("tui_trace_profile_turn_120x40", &screen(120, 40));
     snap("tui_trace_profile_turn_80x24", &screen(80, 24));
 }
+
+/// tour18 F1: after `enter` on another repository in the Repos pane, the chat kept the old
+/// repository's conversation, a follow-up continued its DAG session (logged in both
+/// repositories) with its answers as history, and `o` on its citations looked the paths up in
+/// the new repository ("no such file"). A conversation now belongs to its repository.
+#[test]
+fn a_conversation_stays_with_its_repository_when_the_workbench_switches() {
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).expect("fake model server");
+    let mut h = harness(&fake);
+    let other = h.env.repo("other");
+    crate::util::write(&other, "lib.rs", "pub fn wombat_counter() {}\n");
+    let other = std::fs::canonicalize(&other).expect("canonical");
+    run(&mut h, Request::Index { repo: other.clone(), rebuild: false });
+    h.alt('3');
+    h.pump();
+    let req = ask(&mut h, "where are stale sessions expired?");
+    run(&mut h, req);
+    h.pump();
+    let first = h.app.chat().session_id().expect("a logged session").to_string();
+    // Switch to the other repository the way a person does: Repos pane, down, enter.
+    h.alt('1');
+    h.pump();
+    h.key(KeyCode::Down);
+    h.key(KeyCode::Enter);
+    h.pump();
+    assert_eq!(h.app.repo(), other.as_path());
+    h.alt('3');
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "Ask in plain language about other"), "a conversation about the new repository: {s}");
+    assert!(!shows(&s, "FAKE ANSWER"), "{s}");
+    let req = ask(&mut h, "what counts wombats?");
+    let Request::Chat { repo, history, session_id, .. } = &req else { unreachable!() };
+    assert_eq!(repo, &other);
+    assert!(history.is_empty(), "the other repository's turn is no history here: {history:?}");
+    assert_ne!(session_id.as_deref(), Some(first.as_str()), "its session is not continued here");
+    run(&mut h, req);
+    h.pump();
+    // The first conversation is still there, and says which repository it is about.
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('['));
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "Chat · about fixture · session 1 of 2 · 1 turn"), "{s}");
+    // Its citations are the fixture's files: they are not looked up in "other".
+    h.key(KeyCode::Char('n'));
+    h.key(KeyCode::Char('o'));
+    assert_eq!(h.app.focus(), PaneId::Chat, "no jump to a file of another repository");
+    assert!(shows(&h.screen(120, 40), "this conversation is about"), "{}", h.screen(120, 40));
+    // Asking there starts a conversation about the current repository, and says so.
+    h.key(KeyCode::Char('i'));
+    let Request::Chat { repo, history, session_id, .. } = ask(&mut h, "and sessions?") else { unreachable!() };
+    assert_eq!((repo, history.len(), session_id), (other, 0, None));
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "asked in a new conversation about other"), "{s}");
+    assert!(shows(&s, "Chat · session 3 of 3 · 1 turn"), "{s}");
+}

@@ -23,6 +23,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 use std::cell::Cell;
+use std::path::{Path, PathBuf};
 
 /// Who a cell is from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,11 +68,15 @@ struct ActiveCell {
     late_notices: Vec<String>,
 }
 
-/// A conversation: its reasoning-DAG session id (known after its first answer) and cells.
+/// A conversation: its reasoning-DAG session id (known after its first answer), cells, and
+/// the repository it is about (set by its first question, or by the DAG pane it came from).
+/// Its turns search that repository and its session is logged there, so it is never
+/// continued in another one.
 #[derive(Debug, Clone, Default)]
 struct Session {
     id: Option<String>,
     cells: Vec<ChatCell>,
+    repo: Option<PathBuf>,
 }
 
 /// The chat pane's state.
@@ -192,6 +197,41 @@ impl ChatPane {
         shown.into_iter().filter(|(_, rows)| *rows > 0).max_by_key(|&(t, rows)| (rows, t)).map(|(t, _)| t)
     }
 
+    /// The repository the conversation shown is about, when it is not `repo`.
+    fn other_repo(&self, repo: &Path) -> Option<&Path> {
+        self.sessions[self.current].repo.as_deref().filter(|r| *r != repo)
+    }
+
+    /// Shows an empty conversation about `repo`: the last one when it is empty, else a new one.
+    fn start_session(&mut self, repo: &Path) {
+        self.citation = None;
+        self.scroll_from_bottom = 0;
+        let last = self.sessions.len() - 1;
+        let empty = |s: &Session| s.cells.is_empty() && s.id.is_none();
+        if !empty(&self.sessions[last]) {
+            self.sessions.push(Session::default());
+        }
+        self.current = self.sessions.len() - 1;
+        self.sessions[self.current].repo = Some(repo.to_path_buf());
+    }
+
+    /// The workbench now works on `repo`: a conversation about another repository gives way to
+    /// this one's newest of this run, or to a new one, so the next question never continues a
+    /// session of the repository left (an answer still streaming goes on into its own).
+    pub fn repo_switched(&mut self, repo: &Path) {
+        if self.other_repo(repo).is_none() {
+            return;
+        }
+        match self.sessions.iter().rposition(|s| s.repo.as_deref() == Some(repo)) {
+            Some(i) => {
+                self.current = i;
+                self.citation = None;
+                self.scroll_from_bottom = 0;
+            }
+            None => self.start_session(repo),
+        }
+    }
+
     /// The text in the message box.
     pub fn input_text(&self) -> String {
         self.input.joined()
@@ -302,6 +342,20 @@ impl ChatPane {
             self.said_still_coming = true;
             return;
         }
+        if let Some(other) = self.other_repo(cx.repo).map(repo_name) {
+            // A follow-up would continue another repository's session with its answers as
+            // history: ask in a new conversation about this one (tour18 F1).
+            self.start_session(cx.repo);
+            cx.notify(
+                Level::Info,
+                format!(
+                    "asked in a new conversation about {}: the one shown was about {other} ({} goes back to it)",
+                    repo_name(cx.repo),
+                    cx.key(Command::ChatPrevSession)
+                ),
+            );
+        }
+        self.sessions[self.current].repo.get_or_insert_with(|| cx.repo.to_path_buf());
         self.input = new_input();
         self.turn += 1;
         // The new turn is what the user looks at now (and what the trace pane follows).
@@ -389,7 +443,7 @@ impl ChatPane {
 
     /// Shows a logged conversation (a DAG session) and makes it the one the next question
     /// continues: the one of this run with that id, or a new one rebuilt from the log.
-    fn resume(&mut self, c: &Conversation) {
+    fn resume(&mut self, c: &Conversation, repo: &Path) {
         // An answer still streaming keeps going into its own conversation (`ActiveCell::session`).
         self.citation = None;
         self.scroll_from_bottom = 0;
@@ -420,7 +474,7 @@ impl ChatPane {
                 None => cells.push(cell(Role::Notice, "(no answer was recorded for this question)")),
             }
         }
-        let session = Session { id: Some(c.session_id.clone()), cells };
+        let session = Session { id: Some(c.session_id.clone()), cells, repo: Some(repo.to_path_buf()) };
         if self.sessions[self.current].cells.is_empty() && self.sessions[self.current].id.is_none() {
             self.sessions[self.current] = session;
         } else {
@@ -451,6 +505,35 @@ impl ChatPane {
             Some(i) => (i as isize + delta).rem_euclid(stops.len() as isize) as usize,
         };
         self.citation = Some(stops[next]);
+    }
+
+    /// `o` on a citation: its lines in the search preview (a web page: where to read it).
+    fn open_citation(&mut self, cx: &mut Cx<'_>) {
+        if let Some(other) = self.other_repo(cx.repo).filter(|_| self.citation.is_some()) {
+            // Its paths are another repository's: the search pane would look them up here.
+            let text = format!(
+                "this conversation is about {}: make it current in Repos ({}) to open its files",
+                other.display(),
+                cx.key(Command::GotoRepos)
+            );
+            cx.notify(Level::Info, text);
+            return;
+        }
+        if let Some((ci, n)) = self.citation {
+            match self.cells().get(ci).and_then(|c| c.citations.get(n - 1)) {
+                // A web page is not a repository file: say where it is and how to read
+                // the cached text the answer was given.
+                Some(Citation { url: Some(url), .. }) => cx.notify(
+                    Level::Info,
+                    format!("web source {url} · `docdex web-fetch {url}` prints the text the answer used"),
+                ),
+                Some(c) => {
+                    cx.emit(Action::ShowInPreview { path: c.path.clone(), line: c.line_start, line_end: c.line_end });
+                    cx.emit(Action::Focus(PaneId::Search));
+                }
+                None => {}
+            }
+        }
     }
 
     /// Rendered rows of the whole conversation at a width.
@@ -553,27 +636,7 @@ impl Pane for ChatPane {
             Command::LeaveInput | Command::Back => self.typing = false,
             Command::NextCitation => self.move_citation(1),
             Command::PrevCitation => self.move_citation(-1),
-            Command::OpenCitation | Command::Select => {
-                if let Some((ci, n)) = self.citation {
-                    match self.cells().get(ci).and_then(|c| c.citations.get(n - 1)) {
-                        // A web page is not a repository file: say where it is and how to read
-                        // the cached text the answer was given.
-                        Some(Citation { url: Some(url), .. }) => cx.notify(
-                            Level::Info,
-                            format!("web source {url} · `docdex web-fetch {url}` prints the text the answer used"),
-                        ),
-                        Some(c) => {
-                            cx.emit(Action::ShowInPreview {
-                                path: c.path.clone(),
-                                line: c.line_start,
-                                line_end: c.line_end,
-                            });
-                            cx.emit(Action::Focus(PaneId::Search));
-                        }
-                        None => {}
-                    }
-                }
-            }
+            Command::OpenCitation | Command::Select => self.open_citation(cx),
             Command::NewSession => {
                 if let Some(a) = &self.active {
                     cx.request(Request::StopChat { turn: a.turn });
@@ -626,7 +689,7 @@ impl Pane for ChatPane {
                     a.text.push_str(text);
                 }
             }
-            EngineEvent::Conversation(Ok(c)) => self.resume(c),
+            EngineEvent::Conversation(Ok(c)) => self.resume(c, cx.repo),
             EngineEvent::Chat(ChatUpdate::Progress { turn, text }) => {
                 if let Some(a) = self.active.as_mut().filter(|a| a.turn == *turn) {
                     a.progress = Some(text.clone());
@@ -690,8 +753,11 @@ impl Pane for ChatPane {
         let convo = Rect { height: area.height - input_h, ..area };
         let input_area = Rect { y: area.y + convo.height, height: input_h, ..area };
         let turns = self.cells().iter().filter(|c| c.role == Role::User).count();
+        // A conversation about another repository than the current one (reached with
+        // `alt+left`) names it, so a question there is not taken to be about this one.
+        let about = self.other_repo(cx.repo).map(|r| format!("about {} · ", repo_name(r))).unwrap_or_default();
         let title = format!(
-            " Chat · session {} of {} · {turns} turn{} ",
+            " Chat · {about}session {} of {} · {turns} turn{} ",
             self.current + 1,
             self.sessions.len(),
             if turns == 1 { "" } else { "s" }
@@ -735,6 +801,11 @@ impl Pane for ChatPane {
         self.input.widget().render(iinner, buf);
         None
     }
+}
+
+/// A repository's folder name, for messages.
+fn repo_name(repo: &Path) -> String {
+    repo.file_name().map_or_else(|| repo.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 /// Rows a cell takes at width `w`: its label, its wrapped lines, its citations and a blank line

@@ -17,7 +17,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -38,6 +38,11 @@ pub struct ReposPane {
     /// Outcome of the last run or watcher batch, per repo.
     outcome: HashMap<PathBuf, (Level, String)>,
     last_poll: Option<Instant>,
+    /// Re-index runs asked for with `r` and not ended yet: their end is said in the status bar.
+    asked: HashSet<PathBuf>,
+    /// Watched repositories re-indexed with `r`: the watcher paused for the run, and its
+    /// restart must not put "watcher started" over the run's outcome (tour18 F2).
+    resuming: HashSet<PathBuf>,
 }
 
 impl ReposPane {
@@ -158,7 +163,12 @@ impl Pane for ReposPane {
             Command::AddRepo => cx.emit(Action::Prompt(PromptKind::AddRepo)),
             Command::Reindex => {
                 if let Some(r) = self.selected_row() {
-                    cx.request(Request::Index { repo: r.path.clone(), rebuild: false });
+                    let (path, watching) = (r.path.clone(), r.watching);
+                    cx.request(Request::Index { repo: path.clone(), rebuild: false });
+                    if watching {
+                        self.resuming.insert(path.clone());
+                    }
+                    self.asked.insert(path);
                 }
             }
             Command::RemoveRepo => {
@@ -197,6 +207,12 @@ impl Pane for ReposPane {
             EngineEvent::IndexFinished { repo, result } => {
                 self.progress.remove(repo);
                 self.outcome.insert(repo.clone(), index_outcome(result));
+                if self.asked.remove(repo) {
+                    if let Ok(s) = result {
+                        // Asked for with `r`: say how it ended, also when nothing changed.
+                        cx.notify(Level::Info, reindexed(repo, s));
+                    }
+                }
                 cx.request(Request::LoadRepos { current: cx.repo.to_path_buf() });
             }
             EngineEvent::RepoRemoved { repo, result } => {
@@ -206,6 +222,14 @@ impl Pane for ReposPane {
                 };
                 cx.request(Request::LoadRepos { current: cx.repo.to_path_buf() });
             }
+            EngineEvent::Watch { repo, activity: WatchActivity::Ready } if self.resuming.remove(repo) => {
+                // The watcher is back after the re-index: the run's outcome stays in view.
+                if let Some((_, text)) = self.outcome.get_mut(repo) {
+                    text.push_str("; watcher resumed");
+                }
+                cx.request(Request::LoadRepos { current: cx.repo.to_path_buf() });
+            }
+            EngineEvent::Watch { activity: WatchActivity::Stopped, repo } if self.resuming.contains(repo) => {}
             EngineEvent::Watch { repo, activity } => {
                 self.outcome.insert(repo.clone(), watch_outcome(repo, activity, cx));
                 cx.request(Request::LoadRepos { current: cx.repo.to_path_buf() });
@@ -450,6 +474,22 @@ fn index_outcome(result: &Result<IndexSummary, String>) -> (Level, String) {
             ),
         ),
         Err(e) => (Level::Error, e.clone()),
+    }
+}
+
+/// The status line for a re-index asked for with `r`: how it ended, "nothing changed" too
+/// (it was silent then, and looked as if the key did nothing).
+fn reindexed(repo: &Path, s: &IndexSummary) -> String {
+    let name = repo.file_name().map_or_else(|| repo.display().to_string(), |n| n.to_string_lossy().into_owned());
+    if let Some(note) = &s.note {
+        return format!("re-indexed {name}: {note}");
+    }
+    let files = widgets::count(s.files, "file", "files");
+    match s.added + s.updated + s.deleted {
+        0 => format!("re-indexed {name}: nothing changed ({files})"),
+        n => {
+            format!("re-indexed {name}: {} changed (+{} ~{} -{}), {files}", thousands(n), s.added, s.updated, s.deleted)
+        }
     }
 }
 
