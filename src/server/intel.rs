@@ -177,33 +177,9 @@ where
     T: Send + 'static,
     F: FnOnce(&Engine, &RepoRef) -> crate::Result<T> + Send + 'static,
 {
-    run_as(state, sel, true, paths, call).await
-}
-
-/// [`run`] for a `GET`: naming a repository does not mount it ([`AppState::repo_to_read`]).
-async fn read<T, F>(state: AppState, sel: Option<String>, paths: Vec<String>, call: F) -> Result<Json<T>, ApiError>
-where
-    T: Send + 'static,
-    F: FnOnce(&Engine, &RepoRef) -> crate::Result<T> + Send + 'static,
-{
-    run_as(state, sel, false, paths, call).await
-}
-
-/// [`run`] and [`read`]: `may_mount` says which.
-async fn run_as<T, F>(
-    state: AppState,
-    sel: Option<String>,
-    may_mount: bool,
-    paths: Vec<String>,
-    call: F,
-) -> Result<Json<T>, ApiError>
-where
-    T: Send + 'static,
-    F: FnOnce(&Engine, &RepoRef) -> crate::Result<T> + Send + 'static,
-{
     let gate = state.work().clone();
     gate.run(move || {
-        let repo = if may_mount { state.repo(sel.as_deref())? } else { state.repo_to_read(sel.as_deref())? };
+        let repo = state.repo(sel.as_deref())?;
         for p in &paths {
             confine(&repo, p)?;
         }
@@ -220,7 +196,7 @@ async fn symbols(
 ) -> Result<Json<SymbolsResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     let paths = req.file.iter().chain(req.path_prefix.iter()).cloned().collect();
-    read(state, sel, paths, move |engine, repo| engine.symbols(&repo.root, &req)).await
+    run(state, sel, paths, move |engine, repo| engine.symbols(&repo.root, &req)).await
 }
 
 async fn symbols_status(
@@ -229,7 +205,7 @@ async fn symbols_status(
     ApiQuery(q): ApiQuery<RepoQuery>,
 ) -> Result<Json<SymbolsStatus>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
-    read(state, sel, Vec::new(), |engine, repo| engine.symbols_status(&repo.root)).await
+    run(state, sel, Vec::new(), |engine, repo| engine.symbols_status(&repo.root)).await
 }
 
 async fn ast_search(
@@ -245,7 +221,7 @@ async fn ast_search(
         ));
     }
     let paths = req.path_prefix.iter().cloned().collect();
-    read(state, sel, paths, move |engine, repo| engine.ast_search(&repo.root, &req)).await
+    run(state, sel, paths, move |engine, repo| engine.ast_search(&repo.root, &req)).await
 }
 
 async fn ast_query(
@@ -271,7 +247,7 @@ async fn impact(
 ) -> Result<Json<ImpactResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     let paths = if req.file.starts_with("ext:") { Vec::new() } else { vec![req.file.clone()] };
-    read(state, sel, paths, move |engine, repo| engine.impact(&repo.root, &req)).await
+    run(state, sel, paths, move |engine, repo| engine.impact(&repo.root, &req)).await
 }
 
 /// The paths of a graph request to confine to the repository (`ext:<package>` names no path).
@@ -288,7 +264,7 @@ async fn graph_tests(
     let sel = selector(&headers, None, q.repo.as_deref());
     req.limit = req.limit.or(Some(DEFAULT_LISTED));
     let paths = graph_paths(Some(&req.file));
-    read(state, sel, paths, move |engine, repo| engine.impact_tests(&repo.root, &req)).await
+    run(state, sel, paths, move |engine, repo| engine.impact_tests(&repo.root, &req)).await
 }
 
 async fn graph_diagnostics(
@@ -300,7 +276,7 @@ async fn graph_diagnostics(
     let sel = selector(&headers, None, q.repo.as_deref());
     req.limit = req.limit.or(Some(DEFAULT_LISTED));
     let paths = graph_paths(req.file.as_ref());
-    read(state, sel, paths, move |engine, repo| engine.impact_diagnostics(&repo.root, &req)).await
+    run(state, sel, paths, move |engine, repo| engine.impact_diagnostics(&repo.root, &req)).await
 }
 
 async fn context(
@@ -368,7 +344,7 @@ async fn memory_list(
 ) -> Result<Json<MemoryListResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     let (limit, after) = (q.limit, q.after);
-    read(state, sel, Vec::new(), move |engine, repo| engine.memory_list_page(&repo.root, limit, after.as_deref())).await
+    run(state, sel, Vec::new(), move |engine, repo| engine.memory_list_page(&repo.root, limit, after.as_deref())).await
 }
 
 async fn memory_delete(
@@ -399,7 +375,7 @@ async fn graph_cycles(
     ApiQuery(q): ApiQuery<RepoQuery>,
 ) -> Result<Json<CyclesResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
-    read(state, sel, Vec::new(), |engine, repo| engine.graph_cycles(&repo.root)).await
+    run(state, sel, Vec::new(), |engine, repo| engine.graph_cycles(&repo.root)).await
 }
 
 async fn dag_sessions(
@@ -409,7 +385,7 @@ async fn dag_sessions(
 ) -> Result<Json<DagSessionList>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     let limit = q.limit;
-    read(state, sel, Vec::new(), move |engine, repo| engine.dag_sessions_up_to(&repo.root, limit)).await
+    run(state, sel, Vec::new(), move |engine, repo| engine.dag_sessions_up_to(&repo.root, limit)).await
 }
 
 async fn dag_session(
@@ -423,7 +399,7 @@ async fn dag_session(
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "bad_request", "empty session id"));
     }
     let (limit, before) = (q.limit, q.before);
-    read(state, sel, Vec::new(), move |engine, repo| engine.dag_session_page(&repo.root, &session, limit, before)).await
+    run(state, sel, Vec::new(), move |engine, repo| engine.dag_session_page(&repo.root, &session, limit, before)).await
 }
 
 /// Adds the symbols, AST, impact, memory and DAG endpoints to `routes`.
