@@ -149,6 +149,40 @@ fn short_env_values_capitalised_yaml_words_and_flow_mappings_are_masked_in_opene
     assert!(!f.pii_redacted && f.text.contains("password: swordfish"), "{}", f.text);
 }
 
+/// The shapes left over by the last change, in files as they come: docker-compose's
+/// `environment:` with a short value after `:`, lower-case `_pass` names, a one-line YAML flow
+/// mapping and a token right after its colon, masked when opened; a JavaScript literal and a
+/// renderer's pass kept.
+#[test]
+fn short_yaml_values_pass_names_and_one_line_flow_mappings_are_masked_in_opened_files() {
+    use docdex::engine::protocol::FileRequest;
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(
+        &repo,
+        "deploy/compose.yml",
+        "services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: hunter2\n      POSTGRES_USER: app\n",
+    );
+    write(
+        &repo,
+        "deploy/mail.yml",
+        "smtp_pass: hunt3r\ncreds: {user: bob, password: hunter2}\napi_token:abc123def456ghi789  # ci\nmode: auto\n",
+    );
+    write(&repo, "src/render.js", "const pass = {\n  render_pass: shad0w,\n  creds: {user: bob, password: pw2}\n};\n");
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &crate::util::quiet()).unwrap();
+    let open = |path: &str| engine.get_file(&repo, &FileRequest::new(path, None)).unwrap();
+    let f = open("deploy/compose.yml");
+    assert!(f.pii_redacted && f.text.contains("POSTGRES_PASSWORD: [SECRET]"), "{}", f.text);
+    assert!(f.text.contains("POSTGRES_USER: app"), "{}", f.text);
+    let f = open("deploy/mail.yml");
+    for kept in ["smtp_pass: [SECRET]", "password: [SECRET]}", "api_token:[SECRET]  # ci", "mode: auto"] {
+        assert!(f.text.contains(kept), "{kept}: {}", f.text);
+    }
+    let f = open("src/render.js");
+    assert!(!f.pii_redacted && f.text.contains("password: pw2"), "{}", f.text);
+}
+
 #[test]
 fn search_json_says_when_snippets_were_masked() {
     let env = Env::new();

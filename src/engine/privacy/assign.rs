@@ -118,19 +118,38 @@ pub fn values(text: &str) -> Vec<Range<usize>> {
 }
 
 /// A name ending in `pass` or `pwd` names a password only as an environment variable's: in
-/// capitals, the last part of a longer name after `_` (`DB_PASS`, `SMTP_PASS`, `MYSQL_PWD`), and
-/// never in a sentence. `bypass`, `PWD` (the working directory), "the first pass is ..." and a
-/// lower-case name (`force_pass: true/false`, `render_pass`: a test's or a compiler's pass) are
-/// not passwords.
+/// capitals, the last part of a longer name after `_` (`DB_PASS`, `SMTP_PASS`, `MYSQL_PWD`), or
+/// in lower case after `_` and a word naming what logs in ([`PASS_OWNERS`]: `db_pass`,
+/// `smtp_pass`, `mysql_pwd`); never in a sentence. `bypass`, `PWD` (the working directory),
+/// "the first pass is ..." and another lower-case name (`force_pass: true/false`,
+/// `render_pass`, `first_pass`: a test's or a compiler's pass) are not passwords.
 fn short_name_ok(name: &str, sep: &str) -> bool {
     let name = name.trim_matches(['"', '\'']);
+    let sentence = sep.trim_start().starts_with(|c: char| c.is_ascii_alphabetic());
     let Some(prefix) = name.strip_suffix("PASS").or_else(|| name.strip_suffix("PWD")) else {
         let lower = name.to_ascii_lowercase();
-        return !lower.ends_with("pass") && !lower.ends_with("pwd");
+        return (!lower.ends_with("pass") && !lower.ends_with("pwd")) || (!sentence && owned_pass(name));
     };
-    let sentence = sep.trim_start().starts_with(|c: char| c.is_ascii_alphabetic());
     let capitals = prefix.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
     !sentence && capitals && prefix.len() > 1 && prefix.ends_with('_')
+}
+
+/// What logs in with a password, as the word before a lower-case `_pass` or `_pwd` says it
+/// (`db_pass`, `smtp_pass`, `app.mysql_pwd`): a store, a mail or file server, an account. A
+/// pass of a test, a compiler or a renderer (`first_pass`, `render_pass`, `force_pass`) is not
+/// one of them.
+const PASS_OWNERS: &str = concat!(
+    "db database sql mysql mariadb pg postgres psql mssql oracle redis mongo mongodb ldap smtp mail ",
+    "email imap pop pop3 ftp sftp ssh amqp rabbit rabbitmq proxy admin root user login auth basic http ",
+    "api vpn wifi sasl keystore truststore registry",
+);
+
+/// `db_pass`, `smtp_pwd`: a lower-case name whose last part is `pass` or `pwd` after `_` and a
+/// word of [`PASS_OWNERS`].
+fn owned_pass(name: &str) -> bool {
+    let Some(prefix) = name.strip_suffix("_pass").or_else(|| name.strip_suffix("_pwd")) else { return false };
+    let owner = prefix.rsplit(['_', '.', '-']).next().unwrap_or(prefix);
+    PASS_OWNERS.split(' ').any(|w| w == owner)
 }
 
 /// One match of the pattern: the name, the separator (with its blanks, or a sentence's words up
@@ -166,7 +185,11 @@ fn secret_value(text: &str, m: &Matched) -> Option<Range<usize>> {
     }
     let line_start = text[..m.name.start()].rfind('\n').map_or(0, |i| i + 1);
     let before = &text[line_start..m.name.start()];
-    if let Some(r) = passphrase(text, m, before).or_else(|| yaml_word(text, m, before)) {
+    if let Some(r) = passphrase(text, m, before)
+        .or_else(|| yaml_word(text, m, before))
+        .or_else(|| short_yaml(text, m, before))
+        .or_else(|| flow_field(text, m, before))
+    {
         return Some(r);
     }
     // A URL query's field (`?token=X&logo=codecov`) ends at the next `&`.
@@ -267,6 +290,88 @@ fn yaml_word(text: &str, m: &Matched, before: &str) -> Option<Range<usize>> {
     ok.then(|| m.v.range())
 }
 
+/// A short bare value (3 to 7 characters) as a YAML line's whole value: `PASSWORD: hunter2`,
+/// `DB_PASSWORD: s3cr3t`, `  smtp_pass: hunt3r` (docker-compose's `environment:`, a Helm
+/// values file), a comment after it allowed; for a password's, a secret's or a key's name (a
+/// token is longer; `credentials` is `fetch`'s mode). Under a name in capitals (an environment
+/// variable's) a plain word will do (`SECRET_KEY: dev`), as after `=`; under another name the
+/// value mixes letters and digits (a lone word is [`yaml_word`]'s), and a line inside an object
+/// literal of code is left alone (`{ password: pw2 }`), as is a type (`u8`, `int64`).
+fn short_yaml(text: &str, m: &Matched, before: &str) -> Option<Range<usize>> {
+    let (v, name) = (m.v.as_str(), m.name.as_str());
+    let between = &text[m.name.end()..m.sep.start()];
+    let head_ok = matches!(before.trim(), "" | "-") && between.is_empty() && m.sep.as_str().trim() == ":";
+    if !head_ok || !(3..=7).contains(&v.len()) || !short_value(v, name) {
+        return None;
+    }
+    let line_end = text[m.v.end()..].find('\n').map_or(text.len(), |i| m.v.end() + i);
+    let rest = &text[m.v.end()..line_end];
+    let whole = rest.trim().is_empty() || (rest.starts_with([' ', '\t']) && rest.trim_start().starts_with('#'));
+    let c = Classes::of(v);
+    let env_style = name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    let shape = c.digit || (env_style && !v.starts_with(|ch: char| ch.is_ascii_uppercase()));
+    let line_start = m.name.start() - before.len();
+    let ok = whole && shape && !layout::in_code_literal(text, line_start, line_end);
+    ok.then(|| m.v.range())
+}
+
+/// A short bare value a password's, a secret's or a key's name may hold (not a token's, nor
+/// credentials): letters, or letters with digits, not a type (`u8`, `int64`), a setting, a
+/// form's word, a placeholder or a word of a secret's name ([`phrase::plain_value`]).
+fn short_value(v: &str, name: &str) -> bool {
+    let lower_name = name.trim_matches(['"', '\'']).to_ascii_lowercase();
+    let named = !["token", "credential", "credentials"].iter().any(|w| lower_name.ends_with(w));
+    let lower = v.to_ascii_lowercase();
+    named
+        && v.bytes().any(|b| b.is_ascii_alphabetic())
+        && !SECRET_WORDS.iter().any(|w| lower.contains(w))
+        && !numeric_type(&lower)
+        && phrase::plain_value(v)
+}
+
+/// A language's sized type (`u8`, `i64`, `f32`, `int64`, `uint32`, `float64`, `bytes32`) or a
+/// digest's or an encoding's name (`sha256`, `md5`, `base64`, `utf8`): letters and digits, not
+/// a password.
+fn numeric_type(lower: &str) -> bool {
+    const STEMS: &[&str] = &[
+        "u", "i", "f", "int", "uint", "float", "complex", "bytes", "byte", "bits", "sha", "md", "base", "utf", "ucs",
+        "crc", "aes", "rsa", "ed", "hs", "rs", "es", "ps", "x",
+    ];
+    let stem = lower.trim_end_matches(|c: char| c.is_ascii_digit());
+    stem.len() < lower.len() && STEMS.contains(&stem)
+}
+
+/// A bare value as a field of a YAML flow mapping on one line (`creds: {user: bob, password:
+/// hunter2}`, `db: { user: app, password: swordfish }`, [`layout::yaml_flow_field`]): letters
+/// with digits (3 or more characters under a password's, a secret's or a key's name, 8 or more
+/// under a token's), or a password's lower-case word ([`phrase::yaml_word`]). A capital starts
+/// a type (`{password: Secret}`), and a mapping that is a code literal's field is left alone.
+fn flow_field(text: &str, m: &Matched, before: &str) -> Option<Range<usize>> {
+    let (v, name) = (m.v.as_str(), m.name.as_str());
+    let line_start = m.name.start() - before.len();
+    let line_end = text[m.v.end()..].find('\n').map_or(text.len(), |i| m.v.end() + i);
+    let line = &text[line_start..line_end];
+    let between = &text[m.name.end()..m.sep.start()];
+    if m.sep.as_str().trim() != ":"
+        || !between.is_empty()
+        || !layout::yaml_flow_field(line, before.len(), m.v.end() - line_start)
+        || v.starts_with(|c: char| c.is_ascii_uppercase())
+    {
+        return None;
+    }
+    let c = Classes::of(v);
+    let lower_name = name.to_ascii_lowercase();
+    let token =
+        lower_name.ends_with("token") || lower_name.ends_with("credential") || lower_name.ends_with("credentials");
+    let mixed = c.digit && c.lower && v.bytes().all(|b| b.is_ascii_alphanumeric()) && !numeric_type(v);
+    let shape = match token {
+        true => mixed && v.len() >= 8 && !SECRET_WORDS.iter().any(|w| v.contains(w)),
+        false => (mixed && v.len() >= 3 && short_value(v, name)) || phrase::yaml_word(v, name),
+    };
+    let ok = shape && !layout::in_code_literal(text, line_start, line_end) && !echoes_name(v, name);
+    ok.then(|| m.v.range())
+}
+
 /// `s3_secret_access_key = 's3-secret-access-key'`: the value repeats its name (documentation).
 fn echoes_name(v: &str, name: &str) -> bool {
     let norm = |s: &str| s.to_ascii_lowercase().replace(['-', '.'], "_");
@@ -345,7 +450,10 @@ fn bare_ok(v: &str, a: &Assignment) -> bool {
     }
     let identifier = v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
     let env_style = a.sep == "=" && a.name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
-    let yaml_style = a.sep.trim() == ":" && matches!(a.after, "" | "\r") && c.digit && (c.lower || c.upper);
+    // The end of a YAML line, or a comment after the value (`token:abc123def456  # ci`).
+    let line_ends =
+        matches!(a.after, "" | "\r") || (a.rest.starts_with([' ', '\t']) && a.rest.trim_start().starts_with('#'));
+    let yaml_style = a.sep.trim() == ":" && line_ends && c.digit && (c.lower || c.upper);
     match identifier {
         true => env_style || yaml_style || (c.lower && c.upper && c.digit) || config_value(v, a),
         false => env_style || (c.count() >= 2 && (c.digit || c.symbol)),
@@ -831,6 +939,59 @@ mod tests {
             "        let takes_ownership = move |token: CancellationToken| {",
             "    let token = match_byte! { b,",
             "pub const TOKEN: &str = \"$serde_json::private::RawValue\";",
+        ] {
+            assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
+        }
+    }
+
+    /// Left over by the last change: a YAML value with a comment after it (`token:abc123def456
+    /// # ci`), a short value after `:` (`PASSWORD: hunter2`), a lower-case `_pass` name
+    /// (`db_pass = "s3cr3t"`) and a field of a YAML flow mapping on one line (`creds: {user:
+    /// bob, password: hunter2}`) were passed over. Types, a test's pass and code's object
+    /// literals keep their text.
+    #[test]
+    fn short_yaml_values_pass_names_and_one_line_flow_mappings_are_found() {
+        for (text, want) in [
+            ("api_token:abc123def456ghi789", "abc123def456ghi789"),
+            ("token:abc123def456  # ci", "abc123def456"),
+            ("auth_token: f9a8b7c6d5e4 # rotated", "f9a8b7c6d5e4"),
+            ("PASSWORD: hunter2", "hunter2"),
+            ("DB_PASSWORD: s3cr3t", "s3cr3t"),
+            ("SECRET_KEY: dev", "dev"),
+            ("password: hunt3r", "hunt3r"),
+            ("db_pass = \"s3cr3t\"", "s3cr3t"),
+            ("smtp_pass: hunter2x", "hunter2x"),
+            ("smtp_pass: hunt3r", "hunt3r"),
+            ("mysql_pwd=s3cr3t", "s3cr3t"),
+            ("creds: {user: bob, password: hunter2}", "hunter2"),
+            ("db: { user: app, password: swordfish }", "swordfish"),
+            ("- {user: bob, password: hunter2}", "hunter2"),
+            ("api: {url: x, api_token: abc123def456ghi}", "abc123def456ghi"),
+        ] {
+            assert_eq!(masked(text), [want], "{text}");
+        }
+        for text in [
+            "smtp_pass: x",
+            "first_pass: hunter2x",
+            "render_pass = \"shad0w\"",
+            "db.pass: hunt3r",
+            "the smtp_pass is hunter2x9",
+            "    token: u64",
+            "secret_key: u64",
+            "password: sha256",
+            "PASSWORD: str",
+            "PASSWORD: Secret",
+            "token: abc12",
+            "  password: pw2,",
+            "const creds = {user: bob, password: pw2};",
+            "login({user: bob, password: hunter2})",
+            "creds: {user: string, password: string}",
+            "creds: {user: User, password: Secret}",
+            "const config = {\n  creds: {user: bob, password: hunter2}\n};",
+            "  creds: {user: bob, password: hunter2},",
+            "x = {password: hunter2}",
+            "api: {url: x, api_token: abc123}",
+            "db: {user: app, password: changeme}",
         ] {
             assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
         }

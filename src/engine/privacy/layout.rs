@@ -136,6 +136,33 @@ fn yaml_flow<'t>(above: &'t str, opener: &'t str) -> bool {
     open_above(outer).is_some_and(|o| yaml_flow(outer, o))
 }
 
+/// Whether the field whose name starts at `name_at` and whose value ends at `value_end` (byte
+/// offsets into `line`, one whole line) sits in a YAML flow mapping written on that one line:
+/// `creds: {user: bob, password: hunter2}`, `- {user: bob, password: hunter2}`, `{password:
+/// hunter2}`. The mapping opens after a YAML key or list item (not after code's `= {`,
+/// `login({` or `const x = {`), closes at the line's end (a comment after it allowed; a `},`
+/// is a field of a code literal), the fields before the name are the mapping's and the value
+/// ends a field (`,` or `}` after it). The caller still asks [`in_code_literal`]: a
+/// JavaScript object can nest one such line as its last field.
+pub fn yaml_flow_field(line: &str, name_at: usize, value_end: usize) -> bool {
+    let body = line.split(" #").next().unwrap_or(line).trim_end();
+    let Some(open) = line[..name_at].rfind('{') else { return false };
+    let head = line[..open].trim();
+    let head = head.strip_prefix('-').map_or(head, str::trim_start);
+    let key_ok = head.is_empty()
+        || head.strip_suffix(':').is_some_and(|k| {
+            !k.is_empty()
+                && k.trim_matches(['"', '\''])
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        });
+    let fields = line[open + 1..name_at].trim_end();
+    let fields_ok =
+        (fields.is_empty() || fields.ends_with(',')) && !fields.contains(['(', ')', '=', ';', '[', '{', '}', '`']);
+    let ends_field = line[value_end..].trim_start().starts_with([',', '}']);
+    key_ok && fields_ok && ends_field && value_end <= body.len() && body.ends_with('}') && depth(body) == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +199,36 @@ mod tests {
             "password: swordfish\nnote: see step 2)",
         ] {
             assert!(!literal(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_field_of_a_one_line_yaml_flow_mapping_is_told_from_code() {
+        let field = |line: &str| {
+            let at = line.find("password").expect("a password field");
+            let end = at + line[at..].find([',', '}']).unwrap_or(line.len() - at);
+            let end = line[..end].trim_end().len();
+            yaml_flow_field(line, at, end)
+        };
+        for line in [
+            "creds: {user: bob, password: hunter2}",
+            "- {user: bob, password: hunter2}",
+            "{password: hunter2}",
+            "  db: { user: app, password: swordfish }  # staging",
+            "\"creds\": {user: bob, password: hunter2, port: 5432}",
+        ] {
+            assert!(field(line), "{line}");
+        }
+        for line in [
+            "const creds = {user: bob, password: pw2};",
+            "login({user: bob, password: hunter2})",
+            "  creds: {user: bob, password: hunter2},",
+            "x = {password: hunter2}",
+            "creds: {user: f(x), password: hunter2}",
+            "creds: {user: bob, password: hunter2} = defaults",
+            "creds: {user: bob, password: hunter2",
+        ] {
+            assert!(!field(line), "{line}");
         }
     }
 }
