@@ -15,6 +15,7 @@ use crate::engine::protocol::{
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::engine::protocol::files_and_dirs;
 /// Counts with their nouns ("1 file", "2 files"): one helper for the engine's messages and ours.
 pub use crate::engine::protocol::{count, noun_for};
 
@@ -344,7 +345,7 @@ fn print_skipped(out: &Out, skipped: &[SkippedFile]) {
     let new: Vec<&SkippedFile> = skipped.iter().filter(|f| f.this_run).collect();
     let earlier = skipped.len() - new.len();
     if !new.is_empty() {
-        out.line(&format!("{} {} skipped:", out.paint("33", "note:"), count(new.len(), "file")));
+        out.line(&format!("{} {} skipped:", out.paint("33", "note:"), skipped_count(&new)));
         for f in new.iter().take(10) {
             out.line(&format!("  {} ({})", visible(&f.path), visible(&f.reason)));
         }
@@ -359,6 +360,13 @@ fn print_skipped(out: &Out, skipped: &[SkippedFile]) {
             count(earlier, if new.is_empty() { "file" } else { "more file" })
         ));
     }
+}
+
+/// Skipped entries counted by kind: an unreadable directory is skipped with the files, and
+/// counted as a directory (`2 files and 1 directory`).
+fn skipped_count(list: &[&SkippedFile]) -> String {
+    let dirs = list.iter().filter(|f| f.is_directory()).count();
+    files_and_dirs(list.len() - dirs, dirs)
 }
 
 fn print_embeddings(out: &Out, e: &EmbedSummary) {
@@ -652,6 +660,19 @@ pub fn print_similar(out: &Out, r: &SimilarResponse) {
 #[cfg(test)]
 mod tests {
     use super::guard;
+
+    /// tour17: an unreadable directory was counted as a file (`errors: 2 files could not be
+    /// read`); the skipped line counts it as a directory.
+    #[test]
+    fn skipped_entries_count_an_unreadable_directory_as_a_directory() {
+        use crate::engine::protocol::SkippedFile;
+        let entry = |path: &str, reason: &str| SkippedFile { path: path.into(), reason: reason.into(), this_run: true };
+        let dir = entry("private", "unreadable directory: Permission denied (os error 13)");
+        let bin = entry("a.bin", "binary");
+        assert_eq!(super::skipped_count(&[&dir]), "1 directory");
+        assert_eq!(super::skipped_count(&[&bin, &dir, &dir]), "1 file and 2 directories");
+        assert_eq!(super::skipped_count(&[&bin, &bin]), "2 files");
+    }
 
     #[test]
     fn guard_keeps_docdex_s_colors_and_shows_every_other_control() {

@@ -534,6 +534,16 @@ pub fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, noun: &str) -> S
     format!("{n} {}", noun_for(&n, noun))
 }
 
+/// `3 files`, `1 directory`, `2 files and 1 directory`: what was skipped or not indexed, an
+/// unreadable directory counted as what it is (it was counted as a file).
+pub fn files_and_dirs(files: usize, dirs: usize) -> String {
+    match (files, dirs) {
+        (files, 0) => count(files, "file"),
+        (0, dirs) => count(dirs, "directory"),
+        (files, dirs) => format!("{} and {}", count(files, "file"), count(dirs, "directory")),
+    }
+}
+
 /// The noun alone as [`count`] writes it, for tables that align the number apart.
 pub fn noun_for<N: PartialEq + From<u8>>(n: &N, noun: &str) -> String {
     if *n == N::from(1) {

@@ -1068,9 +1068,10 @@ fn skip_warnings(m: &index::manifest::Summary) -> Vec<String> {
     if total == 0 {
         return Vec::new();
     }
+    let dirs = m.skipped_by_reason.get(index::types::UNREADABLE_DIR).copied().unwrap_or(0);
     let mut out = vec![format!(
         "{} not indexed: {}",
-        crate::engine::fsutil::count(total, "file"),
+        crate::engine::fsutil::files_and_dirs(total - dirs, dirs),
         m.skipped_by_reason.iter().map(|(r, n)| format!("{n} {r}")).collect::<Vec<_>>().join(", ")
     )];
     for (p, r) in &m.skipped_first {

@@ -36,7 +36,7 @@ pub use super::embed::types::{EmbedState, EmbedSummary, SimilarFile, SimilarRequ
 pub use super::eval::gitset::{GitSetOptions, GitSetStats};
 pub use super::eval::{CompareWith, EvalReport, EvalRequest, EvalRun, QueryOutcome, QuerySource, KEPT_RANKING};
 pub use super::fresh::{FreshEvent, FreshState, Freshness};
-pub use super::fsutil::{ago, count, expand_tilde, noun_for, now_ms};
+pub use super::fsutil::{ago, count, expand_tilde, files_and_dirs, noun_for, now_ms};
 /// Language names: the index's name for a path, and what a user may type for one (`py`).
 pub use super::index::files::{canonical_language, complete_language, language};
 pub use super::index::sources::{text_only as source_text_only, AddSourceRequest, Source, SourceInfo};

@@ -937,13 +937,10 @@ impl IndexSession {
         // `apply` and `record_walk_issues` listed the files this run skipped anew.
         let this_run: HashSet<String> = summary.skipped.drain(..).map(|f| f.path).collect();
         for (path, e) in &self.manifest.files {
-            if let Some(reason) = &e.skipped {
-                let f = SkippedFile { path: path.clone(), reason: reason.clone(), this_run: this_run.contains(path) };
-                if e.error {
-                    summary.errors.push(f);
-                } else {
-                    summary.skipped.push(f);
-                }
+            match not_indexed(path, e, &this_run) {
+                Some((true, f)) => summary.errors.push(f),
+                Some((false, f)) => summary.skipped.push(f),
+                None => {}
             }
         }
         summary.seconds = started.elapsed().as_secs_f64();
@@ -1668,6 +1665,42 @@ impl Progress {
             bytes_total: self.bytes_total.load(Ordering::Relaxed),
             ..Default::default()
         }
+    }
+}
+
+/// How a manifest entry that is not indexed goes into a run's summary: `(true, _)` a file that
+/// could not be read (`errors`), `(false, _)` one skipped. A directory the walk could not read is
+/// skipped (kept as an error in the manifest, so every run retries it, and so found by this run
+/// too): the summary counted it among the files that could not be read (tour17).
+fn not_indexed(path: &str, e: &FileEntry, this_run: &HashSet<String>) -> Option<(bool, SkippedFile)> {
+    let reason = e.skipped.as_ref()?;
+    let mut f = SkippedFile { path: path.to_string(), reason: reason.clone(), this_run: this_run.contains(path) };
+    if e.error && f.is_directory() {
+        f.this_run = true;
+        return Some((false, f));
+    }
+    Some((e.error, f))
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::*;
+
+    /// An unreadable directory (`chmod 000`; root reads through it, so the entry is built as the
+    /// walk records it) was counted in `errors: 2 files could not be read`; it is skipped now,
+    /// named as a directory, while an unreadable file stays an error.
+    #[test]
+    fn an_unreadable_directory_is_skipped_as_a_directory_not_a_file_that_could_not_be_read() {
+        let dir = FileEntry::not_indexed("unreadable directory: Permission denied (os error 13)".into(), true, 0, 0);
+        let file = FileEntry::not_indexed("unreadable: Permission denied (os error 13)".into(), true, 0, 0);
+        let binary = FileEntry::not_indexed("binary".into(), false, 0, 0);
+        let none = HashSet::new();
+        let (error, f) = not_indexed("private", &dir, &none).expect("listed");
+        assert!(!error && f.is_directory() && f.this_run, "{f:?}");
+        let (error, f) = not_indexed("a.txt", &file, &none).expect("listed");
+        assert!(error && !f.is_directory(), "{f:?}");
+        let (error, f) = not_indexed("b.bin", &binary, &none).expect("listed");
+        assert!(!error && !f.is_directory() && !f.this_run, "{f:?}");
     }
 }
 

@@ -37,6 +37,18 @@ pub struct SkippedFile {
     pub this_run: bool,
 }
 
+/// The reason a directory the walk could not list is kept with (`unreadable directory:
+/// Permission denied (os error 13)`): summaries count it as a directory, not as a file.
+pub const UNREADABLE_DIR: &str = "unreadable directory";
+
+impl SkippedFile {
+    /// True for a directory the walk could not read ([`UNREADABLE_DIR`]); every other entry is
+    /// a file.
+    pub fn is_directory(&self) -> bool {
+        self.reason.starts_with(UNREADABLE_DIR)
+    }
+}
+
 /// Outcome of one index run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct IndexSummary {
@@ -64,7 +76,8 @@ pub struct IndexSummary {
     pub unchanged: u64,
     /// Bytes read this run.
     pub bytes_read: u64,
-    /// Files passed over deliberately (binary, too large, symlinks).
+    /// Files passed over deliberately (binary, too large, symlinks), and directories that could
+    /// not be read ([`SkippedFile::is_directory`]; retried on the next run).
     pub skipped: Vec<SkippedFile>,
     /// Files that could not be read (retried on the next run).
     pub errors: Vec<SkippedFile>,

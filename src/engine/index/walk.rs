@@ -473,7 +473,7 @@ fn error_reason(err: &ignore::Error, path: Option<&Path>) -> String {
     match inner {
         ignore::Error::Io(e) => {
             let dir = path.and_then(|p| p.symlink_metadata().ok()).is_some_and(|m| m.is_dir());
-            format!("{}: {e}", if dir { "unreadable directory" } else { "unreadable" })
+            format!("{}: {e}", if dir { super::types::UNREADABLE_DIR } else { "unreadable" })
         }
         _ => err.to_string(),
     }
