@@ -13,8 +13,8 @@ use super::extract::{blocking, parse_lines, selector, ApiJson, ApiQuery, JsonBod
 use super::openapi::{Operation, Routes};
 use super::state::{AppState, Mode};
 use crate::engine::protocol::{
-    FileContent, FileRequest, Freshness, RepoRecord, RepoRef, SearchRequest, SearchResponse, StatusResponse,
-    SCHEMA_VERSION,
+    FileContent, FileRequest, FreshState, Freshness, RepoRecord, RepoRef, SearchRequest, SearchResponse,
+    StatusResponse, SCHEMA_VERSION,
 };
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -163,21 +163,26 @@ async fn status(
     let engine = state.engine().clone();
     let st = state.clone();
     let repos = blocking(move || {
-        let mounts = match sel {
+        // A GET mounts nothing ([`AppState::repo_to_read`]): a repository it names that is not
+        // mounted answers its index's state, its watcher `stopped` (no keeper runs for it).
+        let views: Vec<(RepoRef, Freshness)> = match sel {
             Some(s) => {
-                let repo = resolve(&st, Some(s))?;
-                st.mounts().get(&repo.fingerprint).into_iter().collect()
+                let repo = st.repo_to_read(Some(&s))?;
+                match st.mounts().get(&repo.fingerprint) {
+                    Some(m) => vec![(repo, m.info())],
+                    None => vec![(repo.clone(), engine.freshness(&repo, FreshState::Stopped))],
+                }
             }
-            None => st.mounts().all(),
+            None => st.mounts().all().iter().map(|m| (m.repo.clone(), m.info())).collect(),
         };
-        Ok(mounts
-            .iter()
-            .map(|m| {
-                let (index, error) = match engine.status(&m.repo.root) {
+        Ok(views
+            .into_iter()
+            .map(|(repo, mount)| {
+                let (index, error) = match engine.status(&repo.root) {
                     Ok(s) => (Some(s), None),
                     Err(e) => (None, Some(ApiError::from(e).body().error)),
                 };
-                RepoStatus { mount: m.info(), index, error }
+                RepoStatus { mount, index, error }
             })
             .collect())
     })
@@ -236,7 +241,7 @@ async fn open(
     let engine = state.engine().clone();
     let gate = state.work().clone();
     gate.run(move || {
-        let repo = resolve(&state, sel)?;
+        let repo = state.repo_to_read(sel.as_deref())?;
         engine.get_file(&repo.root, &req).map(Json).map_err(|e| state.explain(&repo, e))
     })
     .await

@@ -177,9 +177,33 @@ where
     T: Send + 'static,
     F: FnOnce(&Engine, &RepoRef) -> crate::Result<T> + Send + 'static,
 {
+    run_as(state, sel, true, paths, call).await
+}
+
+/// [`run`] for a `GET`: naming a repository does not mount it ([`AppState::repo_to_read`]).
+async fn read<T, F>(state: AppState, sel: Option<String>, paths: Vec<String>, call: F) -> Result<Json<T>, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Engine, &RepoRef) -> crate::Result<T> + Send + 'static,
+{
+    run_as(state, sel, false, paths, call).await
+}
+
+/// [`run`] and [`read`]: `may_mount` says which.
+async fn run_as<T, F>(
+    state: AppState,
+    sel: Option<String>,
+    may_mount: bool,
+    paths: Vec<String>,
+    call: F,
+) -> Result<Json<T>, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Engine, &RepoRef) -> crate::Result<T> + Send + 'static,
+{
     let gate = state.work().clone();
     gate.run(move || {
-        let repo = state.repo(sel.as_deref())?;
+        let repo = if may_mount { state.repo(sel.as_deref())? } else { state.repo_to_read(sel.as_deref())? };
         for p in &paths {
             confine(&repo, p)?;
         }
@@ -196,7 +220,7 @@ async fn symbols(
 ) -> Result<Json<SymbolsResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     let paths = req.file.iter().chain(req.path_prefix.iter()).cloned().collect();
-    run(state, sel, paths, move |engine, repo| engine.symbols(&repo.root, &req)).await
+    read(state, sel, paths, move |engine, repo| engine.symbols(&repo.root, &req)).await
 }
 
 async fn symbols_status(
@@ -205,7 +229,7 @@ async fn symbols_status(
     ApiQuery(q): ApiQuery<RepoQuery>,
 ) -> Result<Json<SymbolsStatus>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
-    run(state, sel, Vec::new(), |engine, repo| engine.symbols_status(&repo.root)).await
+    read(state, sel, Vec::new(), |engine, repo| engine.symbols_status(&repo.root)).await
 }
 
 async fn ast_search(
@@ -221,7 +245,7 @@ async fn ast_search(
         ));
     }
     let paths = req.path_prefix.iter().cloned().collect();
-    run(state, sel, paths, move |engine, repo| engine.ast_search(&repo.root, &req)).await
+    read(state, sel, paths, move |engine, repo| engine.ast_search(&repo.root, &req)).await
 }
 
 async fn ast_query(
@@ -247,7 +271,7 @@ async fn impact(
 ) -> Result<Json<ImpactResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     let paths = if req.file.starts_with("ext:") { Vec::new() } else { vec![req.file.clone()] };
-    run(state, sel, paths, move |engine, repo| engine.impact(&repo.root, &req)).await
+    read(state, sel, paths, move |engine, repo| engine.impact(&repo.root, &req)).await
 }
 
 /// The paths of a graph request to confine to the repository (`ext:<package>` names no path).
@@ -264,7 +288,7 @@ async fn graph_tests(
     let sel = selector(&headers, None, q.repo.as_deref());
     req.limit = req.limit.or(Some(DEFAULT_LISTED));
     let paths = graph_paths(Some(&req.file));
-    run(state, sel, paths, move |engine, repo| engine.impact_tests(&repo.root, &req)).await
+    read(state, sel, paths, move |engine, repo| engine.impact_tests(&repo.root, &req)).await
 }
 
 async fn graph_diagnostics(
@@ -276,7 +300,7 @@ async fn graph_diagnostics(
     let sel = selector(&headers, None, q.repo.as_deref());
     req.limit = req.limit.or(Some(DEFAULT_LISTED));
     let paths = graph_paths(req.file.as_ref());
-    run(state, sel, paths, move |engine, repo| engine.impact_diagnostics(&repo.root, &req)).await
+    read(state, sel, paths, move |engine, repo| engine.impact_diagnostics(&repo.root, &req)).await
 }
 
 async fn context(
@@ -344,7 +368,7 @@ async fn memory_list(
 ) -> Result<Json<MemoryListResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     let (limit, after) = (q.limit, q.after);
-    run(state, sel, Vec::new(), move |engine, repo| engine.memory_list_page(&repo.root, limit, after.as_deref())).await
+    read(state, sel, Vec::new(), move |engine, repo| engine.memory_list_page(&repo.root, limit, after.as_deref())).await
 }
 
 async fn memory_delete(
@@ -375,7 +399,7 @@ async fn graph_cycles(
     ApiQuery(q): ApiQuery<RepoQuery>,
 ) -> Result<Json<CyclesResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
-    run(state, sel, Vec::new(), |engine, repo| engine.graph_cycles(&repo.root)).await
+    read(state, sel, Vec::new(), |engine, repo| engine.graph_cycles(&repo.root)).await
 }
 
 async fn dag_sessions(
@@ -385,7 +409,7 @@ async fn dag_sessions(
 ) -> Result<Json<DagSessionList>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     let limit = q.limit;
-    run(state, sel, Vec::new(), move |engine, repo| engine.dag_sessions_up_to(&repo.root, limit)).await
+    read(state, sel, Vec::new(), move |engine, repo| engine.dag_sessions_up_to(&repo.root, limit)).await
 }
 
 async fn dag_session(
@@ -399,7 +423,7 @@ async fn dag_session(
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "bad_request", "empty session id"));
     }
     let (limit, before) = (q.limit, q.before);
-    run(state, sel, Vec::new(), move |engine, repo| engine.dag_session_page(&repo.root, &session, limit, before)).await
+    read(state, sel, Vec::new(), move |engine, repo| engine.dag_session_page(&repo.root, &session, limit, before)).await
 }
 
 /// Adds the symbols, AST, impact, memory and DAG endpoints to `routes`.

@@ -138,7 +138,7 @@ async fn map(
     let sel = selector(&headers, None, q.repo.as_deref());
     let gate = state.work().clone();
     gate.run(move || {
-        let repo = state.repo(sel.as_deref())?;
+        let repo = state.repo_to_read(sel.as_deref())?;
         let req =
             ProjectMapRequest { agent_id: state.agent(q.agent_id.as_deref()), refresh: q.refresh.unwrap_or(false) };
         state.engine().project_map(&repo.root, &req).map(Json).map_err(|e| state.explain(&repo, e))

@@ -46,12 +46,16 @@ pub fn app(state: AppState, with_mcp: bool) -> (Router, Vec<Operation>) {
     let limit = state.body_limit();
     let budget = BodyBudget::new(limit, vec![(hooks::HOOK_PATH, hooks::HOOK_BODY_LIMIT)]);
     let paths: Arc<Vec<&'static str>> = Arc::new(ops.iter().map(|o| o.path).collect());
+    let methods: Arc<Vec<(Method, &'static str)>> = Arc::new(ops.iter().map(|o| (o.method.clone(), o.path)).collect());
     let router = router
         .fallback(move |method: Method, uri: axum::http::Uri| {
             let paths = paths.clone();
             async move { no_route(method, uri, &paths) }
         })
-        .method_not_allowed_fallback(wrong_method)
+        .method_not_allowed_fallback(move |method: Method, uri: axum::http::Uri| {
+            let methods = methods.clone();
+            async move { wrong_method(method, uri, &methods) }
+        })
         // After every guard: a request refused for its token or origin takes no share.
         .layer(middleware::from_fn_with_state(budget, budget::within_budget))
         .layer(Extension(BodyLimit(limit)))
@@ -110,12 +114,43 @@ fn near_route<'a>(path: &str, paths: &[&'a str]) -> Option<&'a str> {
     paths.iter().copied().find(|p| *p != path && candidates.iter().any(|c| c == p))
 }
 
-async fn wrong_method(method: Method, uri: axum::http::Uri) -> ApiError {
+/// `405` naming the methods the path answers: a `GET` of an endpoint that changes state (a
+/// POST, so that no page can trigger it through a browser's `GET`) says to POST it, where it
+/// said only to look the methods up.
+fn wrong_method(method: Method, uri: axum::http::Uri, ops: &[(Method, &str)]) -> ApiError {
+    let path = uri.path();
+    let mut allowed: Vec<&str> = Vec::new();
+    for (m, _) in ops.iter().filter(|(_, p)| same_route(p, path)) {
+        if !allowed.contains(&m.as_str()) {
+            allowed.push(m.as_str());
+        }
+    }
+    let use_instead = match allowed.as_slice() {
+        [] => String::new(),
+        ["POST"] => {
+            " (it changes state or takes a body: send a POST with a JSON body, `Content-Type: application/json`)"
+                .to_string()
+        }
+        [one] => format!(" (send a {one})"),
+        many => format!(" (it answers {})", many.join(", ")),
+    };
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "method_not_allowed",
-        format!("{} does not answer {method}; GET /v1/openapi.json lists the methods", uri.path()),
+        format!("{path} does not answer {method}{use_instead}; GET /v1/openapi.json lists the methods"),
     )
+}
+
+/// Whether `path` is the route `pattern` (`/v1/dag/{session}` matches `/v1/dag/abc`).
+fn same_route(pattern: &str, path: &str) -> bool {
+    let (mut p, mut q) = (pattern.split('/'), path.split('/'));
+    loop {
+        match (p.next(), q.next()) {
+            (None, None) => return true,
+            (Some(a), Some(b)) if a == b || (a.starts_with('{') && a.ends_with('}') && !b.is_empty()) => {}
+            _ => return false,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -162,6 +197,25 @@ mod tests {
         assert!(lines[0].contains("response failed"), "{text}");
         assert!(lines[0].contains("method=POST") && lines[0].contains("path=/v1/busy"), "{text}");
         assert!(lines[0].contains("status=503") && !lines[0].contains("s3cr3t"), "{text}");
+    }
+
+    #[test]
+    fn a_wrong_method_names_the_method_to_use() {
+        use axum::http::Method;
+        let ops = [
+            (Method::POST, "/v1/memory/store"),
+            (Method::GET, "/v1/dag/{session}"),
+            (Method::POST, "/v1/mcp"),
+            (Method::GET, "/v1/mcp"),
+        ];
+        let msg = |m: Method, p: &str| super::wrong_method(m, p.parse().expect("uri"), &ops).body().error.message;
+        assert_eq!(
+            msg(Method::GET, "/v1/memory/store"),
+            "/v1/memory/store does not answer GET (it changes state or takes a body: send a POST with a JSON body, `Content-Type: application/json`); GET /v1/openapi.json lists the methods"
+        );
+        assert!(msg(Method::POST, "/v1/dag/abc").contains("does not answer POST (send a GET)"));
+        assert!(msg(Method::PUT, "/v1/mcp").contains("(it answers POST, GET)"));
+        assert!(!msg(Method::PUT, "/v1/dag/").contains("send a GET"));
     }
 
     #[test]

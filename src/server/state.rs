@@ -213,6 +213,19 @@ impl AppState {
     /// refuses any other repo; the daemon mounts indexed repos on first use and refuses
     /// unindexed ones with the call that would index them.
     pub fn repo(&self, selector: Option<&str>) -> Result<RepoRef, ApiError> {
+        self.resolve_repo(selector, true)
+    }
+
+    /// [`Self::repo`] for a `GET`, which never mounts: the daemon reads an indexed repository's
+    /// index as it stands and starts no keeper (no catch-up run, no watcher, no mount let go
+    /// for it). Any page the user opens can make a browser send a `GET` (an `<img src>`, a
+    /// link), and an old browser sends no `Origin` or `Sec-Fetch-Site` to refuse it by; a
+    /// `GET ...?repo=` on the daemon used to start indexing that repository.
+    pub fn repo_to_read(&self, selector: Option<&str>) -> Result<RepoRef, ApiError> {
+        self.resolve_repo(selector, false)
+    }
+
+    fn resolve_repo(&self, selector: Option<&str>, may_mount: bool) -> Result<RepoRef, ApiError> {
         let selector = selector.map(str::trim).filter(|s| !s.is_empty());
         let repo = match (selector, self.default_repo()) {
             (None, Some(default)) => return Ok(default.clone()),
@@ -250,7 +263,9 @@ impl AppState {
         }
         self.engine().check_servable(&repo)?;
         if self.engine().has_index(&repo) {
-            self.mounts().mount(&repo.root)?;
+            if may_mount {
+                self.mounts().mount(&repo.root)?;
+            }
             return Ok(repo);
         }
         if let Some(enclosing) = self.enclosing(&repo.root) {

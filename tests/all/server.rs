@@ -1761,3 +1761,106 @@ async fn a_folder_of_a_repository_named_as_the_repository_names_that_repository(
     assert!(body.contains("isError") && body.contains(&format!("name {root_s} as the repository")), "{body}");
     assert!(!body.contains("docdex_index"), "{body}");
 }
+
+/// Every file under `dir` whose name starts with `prefix`.
+fn files_named(dir: &std::path::Path, prefix: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_named(&path, prefix));
+        } else if entry.file_name().to_string_lossy().starts_with(prefix) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// A page of another site can make an old browser (one sending neither `Origin` nor
+/// `Sec-Fetch-Site`) send a GET: an `<img src>`, a link. So no GET the OpenAPI document lists
+/// changes state: on the daemon, a GET naming an indexed repository (`?repo=`) reads its index
+/// without mounting it (it mounted it: a keeper's catch-up run and watcher started, another
+/// mount let go), and `GET /v1/map` for agents no one made up writes no cache file per name. A
+/// POST still mounts on first use.
+#[tokio::test]
+async fn no_get_mounts_a_repository_or_writes_a_file_per_name_it_is_given() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let root = repo.to_str().unwrap().to_string();
+    let daemon = Server::start(&env, &["daemon"], &[]);
+    let c = client();
+    let (_, doc) = json_of(c.get(daemon.url("/v1/openapi.json")).send().await.unwrap()).await;
+    let gets: Vec<String> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(path, ops)| ops.get("get").is_some() && path.as_str() != "/sse")
+        .map(|(path, _)| path.replace("{session}", "nope"))
+        .collect();
+    assert!(gets.len() >= 15 && gets.iter().any(|p| p == "/v1/symbols"), "{gets:?}");
+    for path in &gets {
+        let extra: &[(&str, &str)] = match path.as_str() {
+            "/v1/symbols" => &[("query", "SessionStore")],
+            "/v1/ast/search" => &[("kinds", "function_item")],
+            "/v1/graph/impact" | "/v1/graph/tests" => &[("file", "src/parser.py")],
+            "/v1/open" => &[("path", "README.md")],
+            "/v1/map" => &[("agent_id", "made-up-1")],
+            _ => &[],
+        };
+        let mut query = vec![("repo", root.as_str())];
+        query.extend_from_slice(extra);
+        let r = c.get(daemon.url(path)).query(&query).send().await.unwrap();
+        // `/v1/models` may be 503: no model provider answers here.
+        assert_ne!(r.status().as_u16(), 500, "GET {path}");
+    }
+    for agent in ["made-up-2", "made-up-3"] {
+        let r = c.get(daemon.url("/v1/map")).query(&[("repo", root.as_str()), ("agent_id", agent)]).send().await;
+        let (s, v) = json_of(r.unwrap()).await;
+        assert_eq!((s, v["agent_id"].as_str()), (200, Some(agent)), "{v}");
+        assert!(v["notices"][0].as_str().unwrap().contains(&format!("no agent {agent} in profile memory")), "{v}");
+    }
+    let (_, health) = json_of(c.get(daemon.url("/healthz")).send().await.unwrap()).await;
+    assert_eq!(health["repos_mounted"], 0, "a GET mounted the repository: {health}");
+    assert_eq!(files_named(&env.home(), "made-up"), Vec::<std::path::PathBuf>::new());
+    // Read, not refused: the index answers, its watcher `stopped` as no keeper runs for it.
+    let (s, v) = json_of(
+        c.get(daemon.url("/v1/symbols"))
+            .query(&[("repo", root.as_str()), ("query", "SessionStore")])
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert!(v.to_string().contains("SessionStore"), "{v}");
+    let (s, v) = json_of(c.get(daemon.url("/v1/status")).query(&[("repo", &root)]).send().await.unwrap()).await;
+    assert_eq!(s, 200, "{v}");
+    let entry = &v["repos"][0];
+    assert_eq!(
+        (entry["mount"]["watcher"]["state"].as_str(), entry["mount"]["status"].as_str()),
+        (Some("stopped"), Some("ready")),
+        "{v}"
+    );
+    assert!(entry["index"]["documents"].as_u64().unwrap_or(0) > 0, "{v}");
+    // What changes state is POST only: a GET of it is 405 saying to POST it.
+    let posts: Vec<&String> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, ops)| ops.get("post").is_some() && ops.get("get").is_none())
+        .map(|(path, _)| path)
+        .collect();
+    assert!(posts.iter().any(|p| *p == "/v1/memory/store") && posts.iter().any(|p| *p == "/v1/initialize"));
+    for path in posts {
+        let r = c.get(daemon.url(path)).query(&[("repo", root.as_str())]).send().await.unwrap();
+        let (s, v) = json_of(r).await;
+        assert_eq!(s, 405, "GET {path}: {v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(&format!("{path} does not answer GET")) && message.contains("send a POST"), "{v}");
+    }
+    // A POST naming it mounts it, as before.
+    let r = c.post(daemon.url("/v1/search")).json(&json!({"query": "dashboard", "repo": root})).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let (_, health) = json_of(c.get(daemon.url("/healthz")).send().await.unwrap()).await;
+    assert_eq!(health["repos_mounted"], 1, "{health}");
+}

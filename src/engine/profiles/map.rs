@@ -187,11 +187,16 @@ impl Engine {
             super::valid_agent(a)?;
         }
         let (keywords, known) = self.map_keywords(agent.as_deref())?;
-        let file = cache_path(&repo, agent.as_deref());
+        // An agent profile memory does not hold gets the agent-less map, cached as that one: a
+        // cache file per name asked for let any caller (a web page's `GET /v1/map?agent_id=`
+        // included) write files without end.
+        let cached_as = agent.as_deref().filter(|_| known);
+        let file = cache_path(&repo, cached_as);
         if !req.refresh {
             if let Ok(Some(c)) = fsutil::read_json::<Cached>(&file) {
                 if c.version == CACHE_VERSION && c.map.keywords == keywords {
-                    return Ok(self.with_agent_notice(ProjectMap { cached: true, ..c.map }, known));
+                    let map = ProjectMap { cached: true, agent_id: agent.clone(), ..c.map };
+                    return Ok(self.with_agent_notice(map, known));
                 }
             }
         }
@@ -235,7 +240,8 @@ impl Engine {
         if let Some(dir) = file.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
         }
-        fsutil::replace_json(&file, &Cached { version: CACHE_VERSION, map: map.clone() })?;
+        let stored = ProjectMap { agent_id: cached_as.map(str::to_string), ..map.clone() };
+        fsutil::replace_json(&file, &Cached { version: CACHE_VERSION, map: stored })?;
         Ok(self.with_agent_notice(map, known))
     }
 
