@@ -11,7 +11,7 @@
 
 use super::output::{shown, visible, warn_prefix, Out};
 use crate::engine::protocol::{
-    HookStatus, HookValidateRequest, HookValidateResponse, StagedFile, Violation, MAX_STAGED_BYTES, TEAM_AGENT,
+    staged_text, HookStatus, HookValidateRequest, HookValidateResponse, StagedFile, Violation, TEAM_AGENT,
 };
 use crate::engine::Engine;
 use crate::error::Error;
@@ -170,6 +170,9 @@ fn pre_commit(engine: &Engine, out: &Out, args: PreCommitArgs) -> ExitCode {
         }
         return skipped_json("no staged file to check", args.json);
     }
+    if let Some(why) = malformed_url(args.url.as_deref()) {
+        return misconfigured(&why, args.json);
+    }
     let candidates = server_urls(engine, args.url.as_deref());
     let token = engine.config().server.auth_token.trim().to_string();
     let req = HookValidateRequest { files: staged.files, agent_id: args.agent };
@@ -204,6 +207,37 @@ fn pre_commit(engine: &Engine, out: &Out, args: PreCommitArgs) -> ExitCode {
         HookStatus::Pass => ExitCode::SUCCESS,
         HookStatus::Fail => ExitCode::from(1),
     }
+}
+
+/// Why the server address given (`--url`, else `DOCDEX_URL`) is no address at all, if it is
+/// not one: an http(s) URL with a host. A typo there (`localhost:3210` without its scheme,
+/// `htp://...`) is a misconfiguration, not downtime; it failed open with reqwest's "builder
+/// error", so the gatekeeper was off for every commit behind one warning.
+fn malformed_url(flag: Option<&str>) -> Option<String> {
+    let (source, given) = match flag {
+        Some(u) => ("--url", u.to_string()),
+        None => ("DOCDEX_URL", std::env::var("DOCDEX_URL").ok()?),
+    };
+    let url = given.trim();
+    let fine = reqwest::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+    (!fine).then(|| {
+        format!(
+            "{source} \"{}\" is not a server address: give docdex's, such as http://127.0.0.1:3210 (`docdex daemon status` prints it), or leave {source} out to find the running daemon",
+            visible(url)
+        )
+    })
+}
+
+/// A hook configured so that it cannot ask for a verdict (a malformed server address): exit
+/// 2, saying what to fix and how to commit once without the check.
+fn misconfigured(why: &str, json: bool) -> ExitCode {
+    let reason =
+        format!("docdex cannot run the pre-commit check: {why}; `git commit --no-verify` skips the check once");
+    eline!("{} {reason}", super::output::error_prefix());
+    if json {
+        let _ = Out::stdout().json(&serde_json::json!({ "status": "refused", "reason": reason }));
+    }
+    ExitCode::from(2)
 }
 
 /// A server that refused the hook's token (401, 403): exit 2, saying how to pass the token
@@ -420,9 +454,16 @@ fn git_path(stdout: &[u8]) -> PathBuf {
     }
 }
 
-/// The root of the git repository at `dir` (else the current directory). Not being in one is
-/// a usage error (exit 2) that says what to do, not git's own message.
+/// The root of the git repository at `dir` (else the current directory), for `install` and
+/// `uninstall`, which take `--repo`.
 fn top_level(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
+    top_level_or(dir, "run it inside one, or pass --repo")
+}
+
+/// The root of the git repository at `dir` (else the current directory). Not being in one is
+/// a usage error (exit 2) that says what to do (`advice`: `pre-commit` takes no `--repo`, and
+/// its message told to pass one), not git's own message.
+fn top_level_or(dir: Option<&Path>, advice: &str) -> anyhow::Result<PathBuf> {
     let shown = || dir.map_or_else(|| "the current directory".to_string(), |d| d.display().to_string());
     if dir.is_some_and(|d| !d.is_dir()) {
         return Err(Error::BadRequest(format!("{} is not a directory: pass --repo a git repository", shown())).into());
@@ -435,11 +476,7 @@ fn top_level(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
     if !out.status.success() {
         let said = String::from_utf8_lossy(&out.stderr).to_ascii_lowercase();
         if said.contains("not a git repository") {
-            return Err(Error::BadRequest(format!(
-                "not a git repository ({}): run it inside one, or pass --repo",
-                shown()
-            ))
-            .into());
+            return Err(Error::BadRequest(format!("not a git repository ({}): {advice}", shown())).into());
         }
         if said.contains("must be run in a work tree") {
             return Err(Error::BadRequest(format!(
@@ -454,9 +491,10 @@ fn top_level(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
 }
 
 /// Staged paths (added, changed, deleted) with their staged content, read in one
-/// `git cat-file --batch`. Binary, non-UTF-8 and oversized files are left out.
+/// `git cat-file --batch`, decoded as the index reads them (`staged_text`); binary and
+/// oversized files are left out and named in `not_sent`.
 fn staged_files() -> anyhow::Result<Staged> {
-    let root = top_level(None)?;
+    let root = top_level_or(None, "git runs this hook in the repository it commits to; run it there")?;
     let listing = git(Some(&root), &["diff", "--cached", "--name-status", "--no-renames", "-z"])?;
     let fields: Vec<&[u8]> = listing.split(|b| *b == 0).filter(|f| !f.is_empty()).collect();
     let mut files = Vec::new();
@@ -489,10 +527,14 @@ fn staged_files() -> anyhow::Result<Staged> {
     let mut total = 0usize;
     for (path, blob) in wanted.into_iter().zip(contents) {
         let Some(bytes) = blob else { continue };
-        if bytes.len() > MAX_STAGED_BYTES || bytes.iter().take(8192).any(|b| *b == 0) {
-            continue;
-        }
-        let Ok(text) = String::from_utf8(bytes) else { continue };
+        // Decoded as the index reads it; a binary or oversized file is named, not dropped.
+        let text = match staged_text(&path, bytes) {
+            Ok(text) => text,
+            Err(why) => {
+                not_sent.push(why);
+                continue;
+            }
+        };
         total += text.len();
         if total > MAX_REQUEST_CONTENT {
             not_sent.push(format!("{path}: not checked (the staged files exceed {} MiB)", MAX_REQUEST_CONTENT >> 20));

@@ -57,7 +57,7 @@ pub use super::memory::{
 pub use super::overview::{FirstRun, FirstRunEnd, RepoOverview, RepoState};
 pub use super::probe::CodeSource;
 pub use super::profiles::evolution::DagTarget;
-pub use super::profiles::gate::{MAX_STAGED_BYTES, MAX_STAGED_FILES};
+pub use super::profiles::gate::{staged_text, MAX_STAGED_BYTES, MAX_STAGED_FILES};
 pub use super::profiles::policy::carries_preference;
 pub use super::profiles::rules::{recognise as recognise_rule, Rule, GRAMMAR as RULE_GRAMMAR};
 pub use super::profiles::store::default_agents;

@@ -803,6 +803,77 @@ fn a_repository_or_staged_file_whose_name_is_not_utf8_is_handled_and_named() {
     assert!(text(&out).contains("src/caf\u{fffd}.ts: not checked (its name is not valid UTF-8"), "{}", text(&out));
 }
 
+/// A staged file whose content is not UTF-8 (Latin-1, as the index reads it), binary or over
+/// 2 MiB was dropped by the hook in silence: a Latin-1 TypeScript file holding `any` passed
+/// the gatekeeper, with nothing said. Now it is checked as the index reads it, and a binary or
+/// oversized one is named among the notices.
+#[test]
+fn staged_latin1_content_is_checked_and_binary_or_oversized_files_are_named() {
+    let env = Env::new();
+    config(&env);
+    let repo = env.repo("fixture");
+    fixture(&repo);
+    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
+    git(&repo, &["add", "-A"], &env, &[]);
+    assert!(git(&repo, &["commit", "-q", "-m", "start"], &env, &[]).status.success());
+    assert!(env.run(&["index", "--repo", repo.to_str().unwrap()]).status.success());
+    add_constraint(&env, &["No any types"]);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let url = format!("http://{}", server.addr);
+    write(&repo, "src/latin.ts", b"// caf\xe9\nexport const c: any = 1;\n");
+    write(&repo, "src/blob.ts", b"export const d: any = 1;\n\0\x01");
+    write(&repo, "src/huge.ts", "export const e = 1;\n".repeat(120_000));
+    git(&repo, &["add", "-A"], &env, &[]);
+    let out = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["hook", "pre-commit", "--json"])
+        .current_dir(&repo)
+        .env("DOCDEX_HOME", env.home())
+        .env("DOCDEX_URL", &url)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    assert_eq!(
+        (v["status"].as_str(), v["violations"][0]["file"].as_str()),
+        (Some("fail"), Some("src/latin.ts")),
+        "{v}"
+    );
+    assert_eq!(v["violations"][0]["line"], 2, "{v}");
+    let notices = v["notices"].to_string();
+    assert!(notices.contains("src/blob.ts is binary"), "{notices}");
+    assert!(notices.contains("src/huge.ts is larger than 2 MiB; not checked"), "{notices}");
+}
+
+/// `pre-commit` outside a repository told to "pass --repo", which it does not take; a
+/// malformed `--url` or `DOCDEX_URL` failed open with reqwest's "builder error", so a typo
+/// turned the gatekeeper off. It is a misconfiguration: exit 2, saying what to give.
+#[test]
+fn pre_commit_outside_git_or_with_a_malformed_url_says_what_to_fix() {
+    let env = Env::new();
+    let outside = env.dir.path().join("plain");
+    std::fs::create_dir_all(&outside).unwrap();
+    let out = pre_commit_with(&env, &outside, &dead_url(), &["--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    let reason = v["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("git runs this hook in the repository it commits to"), "{v}");
+    assert!(!reason.contains("--repo"), "pre-commit takes no --repo: {v}");
+
+    let repo = env.repo("urls");
+    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
+    write(&repo, "a.txt", "a\n");
+    git(&repo, &["add", "a.txt"], &env, &[]);
+    let out = pre_commit_with(&env, &repo, "localhost:3210", &["--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    assert_eq!((out.status.code(), v["status"].as_str()), (Some(2), Some("refused")), "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("DOCDEX_URL \"localhost:3210\" is not a server address"), "{v}");
+    let out = pre_commit_with(&env, &repo, &dead_url(), &["--url", "htp//127.0.0.1:1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--url \"htp//127.0.0.1:1\" is not a server address"), "{}", text(&out));
+    // A well-formed address where nothing listens is downtime: the commit goes on.
+    let out = pre_commit_with(&env, &repo, &dead_url(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
 #[test]
 fn pre_commit_json_answers_one_object_even_without_a_verdict() {
     let env = Env::new();

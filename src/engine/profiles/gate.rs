@@ -43,6 +43,22 @@ pub const MAX_STAGED_BYTES: usize = 2 * 1024 * 1024;
 /// At most this many violations of one rule are reported per file.
 const MAX_PER_FILE_RULE: usize = 20;
 
+/// A staged file's bytes as the gatekeeper checks them, or why they are not checked (a
+/// notice, `"{path} is binary; not checked"`): the text the index reads from the same bytes
+/// (`fsutil::decode_text`, so a Latin-1 or UTF-16 file is checked as it is indexed), never a
+/// binary file (the index's own NUL rule) nor one over [`MAX_STAGED_BYTES`]. The hook reads the
+/// staged blobs with it and the endpoint a working-tree file: a Latin-1 Python file importing
+/// a forbidden package was dropped by the hook in silence, and the commit passed.
+pub fn staged_text(path: &str, bytes: Vec<u8>) -> std::result::Result<String, String> {
+    if bytes.len() > MAX_STAGED_BYTES {
+        return Err(format!("{path} is larger than {} MiB; not checked", MAX_STAGED_BYTES >> 20));
+    }
+    if fsutil::looks_binary(&bytes) {
+        return Err(format!("{path} is binary (a NUL byte near its start, as the index reads it); not checked"));
+    }
+    Ok(fsutil::decode_text_owned(bytes))
+}
+
 /// A constraint with its parsed rule.
 struct Check {
     rule: Rule,
@@ -550,7 +566,7 @@ fn read_worktree(root: &Path, rel: &str) -> std::result::Result<String, String> 
         }
     })?
         .ok_or_else(|| format!("{rel} is larger than {} MiB; not checked", MAX_STAGED_BYTES >> 20))?;
-    String::from_utf8(bytes).map_err(|_| format!("{rel} is not UTF-8 text; not checked"))
+    staged_text(rel, bytes)
 }
 
 /// Staged files on an import cycle of the graph as the commit leaves it; [`Error::Cancelled`]
@@ -709,6 +725,16 @@ mod tests {
     use super::super::types::PreferenceSource;
     use super::*;
     use crate::engine::code::graph::test_import as import;
+
+    #[test]
+    fn staged_bytes_are_checked_as_the_index_reads_them_and_the_rest_is_named() {
+        let latin1 = b"import requests\nname = 'caf\xe9'\n".to_vec();
+        assert_eq!(staged_text("app/x.py", latin1).as_deref(), Ok("import requests\nname = 'café'\n"));
+        let binary = b"import requests\n\0\x01".to_vec();
+        assert!(staged_text("app/b.py", binary).is_err_and(|why| why.starts_with("app/b.py is binary")));
+        let big = vec![b'x'; MAX_STAGED_BYTES + 1];
+        assert!(staged_text("big.py", big).is_err_and(|why| why.contains("larger than 2 MiB")));
+    }
 
     fn no_cycles_check() -> Check {
         Check {
