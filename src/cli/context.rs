@@ -3,7 +3,9 @@
 
 use super::output::{visible, Out};
 use super::RepoArg;
-use crate::engine::protocol::{render_context_markdown, ContextFormat, ContextRequest};
+use crate::engine::protocol::{
+    count, render_context_markdown, ContextFormat, ContextPack, ContextRequest, MAX_LEFT_OUT_LISTED,
+};
 use crate::engine::Engine;
 
 /// `docdex context`.
@@ -55,14 +57,49 @@ pub fn run(engine: &Engine, out: &Out, args: ContextArgs) -> anyhow::Result<()> 
         // The pack quotes repository files: their control characters are shown, not obeyed.
         let shown: Vec<String> = md.trim_end().lines().map(visible).collect();
         out.line(&shown.join("\n"));
-        out.note(&format!(
-            "{}, {} of {} tokens, {} left out, {:.1} ms",
-            crate::engine::protocol::count(pack.snippets.len(), "snippet"),
-            pack.tokens,
-            pack.budget,
-            pack.omitted.len(),
-            pack.timing.total_ms
-        ));
+        out.note(&summary(&pack));
     }
     Ok(())
+}
+
+/// The line under the pack: what it holds and what it left out, by the budget and as not
+/// served. It counted only what the budget left out, so a pack whose notes named a changed
+/// file left out said "0 left out".
+fn summary(pack: &ContextPack) -> String {
+    let mut line = format!(
+        "{}, {} of {} tokens, {} left out by the budget",
+        count(pack.snippets.len(), "snippet"),
+        pack.tokens,
+        pack.budget,
+        pack.omitted.len()
+    );
+    if !pack.left_out.is_empty() {
+        let more = if pack.left_out.len() >= MAX_LEFT_OUT_LISTED { " or more" } else { "" };
+        line.push_str(&format!(", {}{more} not served (see the notes)", count(pack.left_out.len(), "changed file")));
+    }
+    line + &format!(", {:.1} ms", pack.timing.total_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::protocol::LeftOutFile;
+
+    #[test]
+    fn the_summary_counts_the_changed_files_left_out_as_not_served() {
+        let mut pack: ContextPack = serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "repo": "/r", "task": "t", "since": null, "base": null, "budget": 8000,
+            "tokens": 409, "tokenizer": "cl100k_base", "snippets": [], "changed": [], "omitted": [],
+            "notes": [],
+            "timing": {"total_ms": 1.0, "search_ms": 0.0, "git_ms": 0.0, "expand_ms": 0.0, "fit_ms": 0.0}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(summary(&pack), "0 snippets, 409 of 8000 tokens, 0 left out by the budget, 1.0 ms");
+        let file = LeftOutFile { path: "app/bad.py".into(), reason: "name not UTF-8".into() };
+        pack.left_out = vec![file];
+        assert_eq!(
+            summary(&pack),
+            "0 snippets, 409 of 8000 tokens, 0 left out by the budget, 1 changed file not served (see the notes), 1.0 ms"
+        );
+    }
 }
