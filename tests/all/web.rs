@@ -1006,6 +1006,41 @@ fn a_text_page_keeps_its_lines_over_plain_http_as_in_the_browser() {
     }
 }
 
+/// An XML document was refused in the browser (`application/rls-services+xml`, what
+/// `python3 -m http.server` serves `.rs` as, is a type Chromium downloads) but read over plain
+/// HTTP (tour17). Both engines read XML as its source now, lines and tags kept: the browser
+/// hands it to plain HTTP, and says so.
+#[test]
+fn an_xml_document_is_read_as_its_source_by_both_engines() {
+    const XML: &str =
+        "<?xml version=\"1.0\"?>\n<feed>\n  <title>Release notes</title>\n  <note><![CDATA[a < b]]></note>\n</feed>\n";
+    let site = Fixture::start("127.0.0.1", |target, _, _| {
+        let content_type = match target {
+            "/app.xml" => "application/xml",
+            "/text.xml" => "text/xml; charset=utf-8",
+            _ => "application/rls-services+xml",
+        };
+        Reply { content_type, ..Reply::html(XML) }
+    });
+    for path in ["/app.xml", "/text.xml", "/main.rs"] {
+        let read = |scraper: &str| {
+            let env = Env::new();
+            env.write_config(&web_config(&site.url("/html/"), "", "", scraper));
+            fetch(&env.engine(), &site.url(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+        };
+        let http = read("engine = \"http\"\n");
+        assert_eq!(http.page.via, FetchVia::Http);
+        for line in ["<feed>\n", "  <title>Release notes</title>\n", "<![CDATA[a < b]]>"] {
+            assert!(http.page.markdown.contains(line), "{path}: {line:?} not kept: {}", http.page.markdown);
+        }
+        if have_browser() {
+            let browser = read("");
+            assert_eq!(browser.page.markdown, http.page.markdown, "{path}: the two engines read it alike");
+            assert!(browser.notes.iter().any(|n| n.contains("an XML document")), "{path}: {:?}", browser.notes);
+        }
+    }
+}
+
 /// Chromium's failures reached the user in its own words (`Navigate failed:
 /// net::ERR_TOO_MANY_REDIRECTS`) where plain HTTP said `more than 5 redirects`.
 #[test]

@@ -294,13 +294,26 @@ pub fn textual(content_type: &str) -> bool {
     ct.is_empty() || ct.contains("html") || ct.starts_with("text/") || ct.contains("xml")
 }
 
+/// Whether a `Content-Type` is an XML document other than XHTML (`application/xml`,
+/// `text/xml`, `application/rss+xml`, `application/rls-services+xml`): read as its source, by
+/// both fetchers. Chromium shows some as a tree and downloads the others (which docdex
+/// denies), and the HTML extractor makes little of the rest: CDATA dropped, `<link>` read as
+/// HTML's empty element.
+pub fn xml_source(content_type: &str) -> bool {
+    let ct = content_type.trim().to_ascii_lowercase();
+    let mime = ct.split(';').next().unwrap_or("").trim();
+    mime.contains("xml") && !mime.contains("html")
+}
+
 /// A text page as the markup the browser makes of it: Chromium shows a `text/plain` (or any
-/// `text/` type but HTML and XML) document as one `<pre>` block, its markup escaped. Plain HTTP
+/// `text/` type but HTML) document as one `<pre>` block, its markup escaped. Plain HTTP
 /// handed such a body to the HTML extractor as it came, which ran its lines together (a
-/// README.txt, a raw source file became one paragraph) and read `<b>` in it as markup.
+/// README.txt, a raw source file became one paragraph) and read `<b>` in it as markup. An XML
+/// document ([`xml_source`]) is read the same way: its source, lines and tags kept.
 pub fn as_page(body: String, content_type: &str) -> String {
     let ct = content_type.trim().to_ascii_lowercase();
-    if !ct.starts_with("text/") || ct.contains("html") || ct.contains("xml") {
+    let text = ct.starts_with("text/") && !ct.contains("html");
+    if !text && !xml_source(&ct) {
         return body;
     }
     let mut page = String::with_capacity(body.len() + 64);
@@ -352,6 +365,9 @@ pub struct Rendered {
     pub final_url: String,
     /// The document's HTTP status, when seen.
     pub status: Option<u16>,
+    /// The document is XML ([`xml_source`]): the tab did not load it, and the caller reads it
+    /// over plain HTTP, as the `http` engine does, so both engines read it alike.
+    pub xml: bool,
 }
 
 /// What the tab's request checks refused, for the error that explains a failed load.
@@ -368,6 +384,8 @@ struct Refused {
     /// headers arrive: Chromium fails an error answer without a body
     /// (`net::ERR_HTTP_RESPONSE_CODE_FAILURE`), and this is the status that failure stands for.
     status: Option<u16>,
+    /// A document was XML ([`xml_source`]) and failed in the tab, to be read over plain HTTP.
+    xml: bool,
 }
 
 /// Why a document was failed in the tab.
@@ -460,13 +478,21 @@ impl TabRules {
                 .map(|e| e.value.clone())
         };
         let length = header("content-length").and_then(|v| v.trim().parse::<u64>().ok());
-        refuse_document(
+        let content_type = header("content-type").unwrap_or_default();
+        let why = refuse_document(
             &p.request.url,
-            &header("content-type").unwrap_or_default(),
+            &content_type,
             header("content-disposition").as_deref(),
             length,
             self.max_bytes,
-        )
+        );
+        if why.is_some() || !xml_source(&content_type) {
+            return why;
+        }
+        if let Ok(mut r) = self.refused.lock() {
+            r.xml = true;
+        }
+        Some(format!("{}: an XML document, read over plain HTTP", p.request.url))
     }
 
     /// Records a document's status (a redirect's aside: its target answers for the page).
@@ -579,8 +605,8 @@ pub fn render(
         close_in_background(chromium, close);
         return Err(Error::Cancelled);
     }
-    if let Some(status) = bodiless_error(&loaded, &refused) {
-        return Ok(Rendered { html: String::new(), final_url: url.to_string(), status: Some(status) });
+    if let Some(r) = answer_without_page(&loaded, &refused, url) {
+        return Ok(r);
     }
     // A dead browser answers no command: stopping its tab would wait out the timeout again.
     let browser_alive = !matches!(loaded, Load::BrowserGone);
@@ -601,7 +627,7 @@ pub fn render(
     }
     let html = read_page(chromium, close, url, deadline, timeout, cancel)?;
     let status = status.lock().ok().and_then(|s| *s);
-    Ok(Rendered { html, final_url, status })
+    Ok(Rendered { html, final_url, status, xml: false })
 }
 
 /// The loaded page's HTML, read within `deadline` (and [`READ_GRACE`]); the tab is closed
@@ -774,6 +800,18 @@ fn load_outcome(
         ))),
         Load::Cancelled => Err(Error::Cancelled),
     }
+}
+
+/// What a failed load answers without a page: an error status Chromium would not render
+/// ([`bodiless_error`]), or an XML document the tab refused, for the caller to read over plain
+/// HTTP (`Rendered::xml`).
+fn answer_without_page(loaded: &Load, refused: &Mutex<Refused>, url: &Url) -> Option<Rendered> {
+    let nothing = |status, xml| Rendered { html: String::new(), final_url: url.to_string(), status, xml };
+    if let Some(status) = bodiless_error(loaded, refused) {
+        return Some(nothing(Some(status), false));
+    }
+    let xml = matches!(loaded, Load::Failed(_)) && refused.lock().is_ok_and(|r| r.xml);
+    xml.then(|| nothing(None, true))
 }
 
 /// The status of an error answer Chromium would not render: an HTTP error with an empty body
@@ -1013,9 +1051,20 @@ mod tests {
     fn a_text_page_is_one_preformatted_block_as_the_browser_shows_it() {
         let page = as_page("a <b>x</b> & y\nline two".into(), "text/plain; charset=utf-8");
         assert_eq!(page, "<html><head></head><body><pre>a &lt;b&gt;x&lt;/b&gt; &amp; y\nline two</pre></body></html>");
-        for markup in ["text/html", "application/xhtml+xml", "text/xml", ""] {
+        for markup in ["text/html", "application/xhtml+xml", ""] {
             assert_eq!(as_page("<p>x</p>".into(), markup), "<p>x</p>", "{markup}");
         }
+        // XML is read as its source, as a text page is (tour17: the two engines disagreed).
+        for xml in ["text/xml", "application/xml; charset=utf-8", "application/rss+xml", "application/rls-services+xml"]
+        {
+            assert!(xml_source(xml), "{xml}");
+            let page = as_page("<a><![CDATA[x]]></a>".into(), xml);
+            assert_eq!(
+                page,
+                "<html><head></head><body><pre>&lt;a&gt;&lt;![CDATA[x]]&gt;&lt;/a&gt;</pre></body></html>"
+            );
+        }
+        assert!(!xml_source("application/xhtml+xml") && !xml_source("text/html") && !xml_source(""));
     }
 
     #[test]

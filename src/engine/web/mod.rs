@@ -498,33 +498,48 @@ impl Engine {
                     self.forget_browser(&ch);
                 }
                 let r = r?;
+                if r.xml {
+                    notes.push("read over plain HTTP: an XML document, read as its source".into());
+                    return self.fetch_plain(url, origin, cancel);
+                }
                 (r.html, r.final_url, r.status, FetchVia::Chromium)
             }
             Err(why) => {
                 notes.push(format!("fetched over plain HTTP: {why}"));
-                let client = self.http_client()?;
-                let a = self
-                    .block_on_unless(
-                        cancel,
-                        fetch::get(
-                            client,
-                            &self.url_policy(),
-                            url,
-                            origin,
-                            self.config().web.max_page_bytes,
-                            self.page_timeout(),
-                        ),
-                    )?
-                    .map_err(|e| match e {
-                        fetch::HttpFailure::Refused(s) => Error::BadRequest(s),
-                        fetch::HttpFailure::Failed(s) => Error::Upstream(s),
-                    })?;
-                if !fetch::textual(&a.content_type) {
-                    return Err(Error::Upstream(format!("{url}: not a text page ({})", a.content_type)));
-                }
-                (fetch::as_page(a.body, &a.content_type), a.final_url.to_string(), Some(a.status), FetchVia::Http)
+                self.fetch_plain(url, origin, cancel)?
             }
         })
+    }
+
+    /// The page over plain HTTP: the `http` engine's fetch, the browser's fallback, and the
+    /// browser's way to an XML document (`fetch::xml_source`), so both engines read one alike.
+    fn fetch_plain(
+        &self,
+        url: &Url,
+        origin: Origin,
+        cancel: &CancelToken,
+    ) -> Result<(String, String, Option<u16>, FetchVia)> {
+        let client = self.http_client()?;
+        let a = self
+            .block_on_unless(
+                cancel,
+                fetch::get(
+                    client,
+                    &self.url_policy(),
+                    url,
+                    origin,
+                    self.config().web.max_page_bytes,
+                    self.page_timeout(),
+                ),
+            )?
+            .map_err(|e| match e {
+                fetch::HttpFailure::Refused(s) => Error::BadRequest(s),
+                fetch::HttpFailure::Failed(s) => Error::Upstream(s),
+            })?;
+        if !fetch::textual(&a.content_type) {
+            return Err(Error::Upstream(format!("{url}: not a text page ({})", a.content_type)));
+        }
+        Ok((fetch::as_page(a.body, &a.content_type), a.final_url.to_string(), Some(a.status), FetchVia::Http))
     }
 
     /// The shared browser, launched on first use; `Err` says why plain HTTP is used instead.
