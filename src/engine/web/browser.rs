@@ -333,6 +333,9 @@ struct Keeper {
     stop: mpsc::Sender<()>,
     thread: JoinHandle<()>,
     alive: Arc<AtomicBool>,
+    /// Set once DevTools answered: a browser that exits before is a failed start, which the
+    /// launch reports as its error (`exited during start-up`), not the keeper as a log line.
+    ready: Arc<AtomicBool>,
 }
 
 impl Chromium {
@@ -401,6 +404,9 @@ impl Chromium {
             .map_err(|e| Error::Upstream(format!("cannot connect to the browser's DevTools: {e}")))?;
         me.version = browser.get_version().map(|v| v.product).unwrap_or_default();
         me.browser = Some(browser);
+        if let Some(k) = &me.keeper {
+            k.ready.store(true, Ordering::SeqCst);
+        }
         me.start_ms = started.elapsed().as_secs_f64() * 1e3;
         tracing::info!(pid, version = %me.version, ms = me.start_ms, "browser started");
         Ok(me)
@@ -602,6 +608,8 @@ impl Keeper {
         let (pid_tx, pid_rx) = mpsc::channel::<std::io::Result<u32>>();
         let alive = Arc::new(AtomicBool::new(true));
         let alive_k = alive.clone();
+        let ready = Arc::new(AtomicBool::new(false));
+        let ready_k = ready.clone();
         let thread = std::thread::Builder::new().name("docdex-browser".into()).spawn(move || {
             let mut child: Child = match cmd.spawn() {
                 Ok(c) => c,
@@ -618,7 +626,12 @@ impl Keeper {
                     Err(mpsc::RecvTimeoutError::Timeout) => {}
                 }
                 if let Ok(Some(_)) = child.try_wait() {
-                    tracing::warn!("the browser exited on its own");
+                    // During start-up the launch's error says it (`docdex check` printed this
+                    // line above its own table, tour17).
+                    match ready_k.load(Ordering::SeqCst) {
+                        true => tracing::warn!("the browser exited on its own"),
+                        false => tracing::debug!("the browser exited during start-up"),
+                    }
                     break;
                 }
                 let idle_for = now_ms().saturating_sub(last_used.load(Ordering::SeqCst));
@@ -643,7 +656,7 @@ impl Keeper {
                 return Err(std::io::Error::other("the browser keeper thread ended"));
             }
         };
-        Ok((Keeper { stop: stop_tx, thread, alive }, pid))
+        Ok((Keeper { stop: stop_tx, thread, alive, ready }, pid))
     }
 }
 
