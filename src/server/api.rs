@@ -288,7 +288,7 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             "/v1/status",
             status,
             Operation::new("Index state and progress per mounted repository")
-                .describe("All mounted repositories, or only the one named by `x-docdex-repo` / `?repo=`."),
+                .describe("All mounted repositories, or only the one named by `x-docdex-repo` / `?repo=`. No GET mounts a repository: one named here that the daemon has not mounted answers its index's state with `watcher: stopped` (`POST /v1/initialize`, or any POST naming it, mounts it)."),
         )
         .post(
             "/v1/initialize",
