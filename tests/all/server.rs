@@ -596,6 +596,23 @@ async fn sse_message_errors_are_json_rpc() {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2024-11-05",
         "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
     assert_eq!(post("application/json", &init.to_string()).await.unwrap().status().as_u16(), 202);
+    // An extension rmcp answers itself says what the server lacks here too (the SSE session runs
+    // docdex's wrapper service), its answer a `message` event.
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(post("application/json", initialized).await.unwrap().status().as_u16(), 202);
+    let task = r#"{"jsonrpc":"2.0","id":11,"method":"skills/list","params":{}}"#;
+    assert_eq!(post("application/json", task).await.unwrap().status().as_u16(), 202);
+    let mut seen = String::new();
+    while !seen.contains("\"id\":11") {
+        match tokio::time::timeout(Duration::from_secs(10), sse.chunk()).await {
+            Ok(Ok(Some(bytes))) => seen.push_str(&String::from_utf8_lossy(&bytes)),
+            other => panic!("no answer to skills/list on the stream ({other:?}): {seen}"),
+        }
+    }
+    assert!(
+        seen.contains("-32601") && seen.contains("skills/list is not offered: this server has no skills"),
+        "{seen}"
+    );
 }
 
 /// A legacy SSE client that posts requests and never reads its event stream cannot grow the
