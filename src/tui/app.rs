@@ -663,6 +663,9 @@ impl App {
             return;
         }
         let help = self.keymap.hint(Command::Help).unwrap_or_else(|| "f1".into());
+        // A move the pane has no use for is not in its help either: not a key here.
+        let moves = self.pane(self.focus).moves();
+        let bound = bound.filter(|c| c.context() != super::keymap::Context::Navigate || moves.contains(c));
         let k = KeyChord::from_event(key);
         let pane = self.focus.title();
         let text = match bound {
@@ -1284,6 +1287,7 @@ impl App {
                     field: self.pane(self.focus).text_field(),
                     home: &home,
                     problems: &self.problems,
+                    moves: self.pane(self.focus).moves(),
                 };
                 let lines = help::help_lines(&self.keymap, t, &hc);
                 self.overlay_max.set(help::render(main, buf, &lines, t, *scroll));

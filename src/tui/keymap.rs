@@ -384,9 +384,14 @@ impl Keymap {
 
     /// Keys of the contexts that a focused text field takes for editing before the keymap:
     /// (key, command) pairs, for the help overlay's list of clashes.
-    pub fn clashes(&self, contexts: &[Context], multi_line: bool) -> Vec<(KeyChord, Command)> {
+    pub fn clashes(
+        &self,
+        contexts: &[Context],
+        multi_line: bool,
+        used: impl Fn(Command) -> bool,
+    ) -> Vec<(KeyChord, Command)> {
         let mut out: Vec<(KeyChord, Command)> = Vec::new();
-        for c in Command::ALL.iter().filter(|c| contexts.contains(&c.context())) {
+        for c in Command::ALL.iter().filter(|c| contexts.contains(&c.context()) && used(**c)) {
             for k in self.keys(*c) {
                 if k.is_text_key(multi_line) && !out.iter().any(|(o, _)| o == k) {
                     out.push((*k, *c));
@@ -396,14 +401,19 @@ impl Keymap {
         out
     }
 
-    /// The help overlay's content: for each context, (keys, description) rows for bound commands.
-    pub fn help(&self, contexts: &[Context]) -> Vec<(Context, Vec<(String, &'static str)>)> {
+    /// The help overlay's content: for each context, (keys, description) rows for the bound
+    /// commands `used` keeps (a pane's help leaves out the moves it has no use for).
+    pub fn help(
+        &self,
+        contexts: &[Context],
+        used: impl Fn(Command) -> bool,
+    ) -> Vec<(Context, Vec<(String, &'static str)>)> {
         contexts
             .iter()
             .map(|&ctx| {
                 let rows = Command::ALL
                     .iter()
-                    .filter(|c| c.context() == ctx && !self.keys(**c).is_empty())
+                    .filter(|c| c.context() == ctx && !self.keys(**c).is_empty() && used(**c))
                     .map(|&c| {
                         let keys: Vec<String> = self.keys(c).iter().map(|k| k.to_string()).collect();
                         (keys.join(", "), c.description())
@@ -670,7 +680,7 @@ mod tests {
     #[test]
     fn help_is_generated_from_bindings() {
         let km = Keymap::embedded("default").and_then(Result::ok).unwrap_or_default();
-        let help = km.help(&[Context::Global]);
+        let help = km.help(&[Context::Global], |_| true);
         let rows = &help[0].1;
         assert!(rows.iter().any(|(k, d)| k.contains("ctrl+c") && d.starts_with("Quit docdex")), "{rows:?}");
     }

@@ -732,6 +732,10 @@ impl Pane for ChatPane {
         }
     }
 
+    fn moves(&self) -> &'static [Command] {
+        super::LIST_MOVES
+    }
+
     fn hints(&self) -> Vec<(Command, &'static str)> {
         if self.active.is_some() {
             // While an answer streams, stopping it is the key that matters (send waits).

@@ -273,6 +273,10 @@ impl Pane for DagPane {
         self.load(self.session_id().map(str::to_string), cx);
     }
 
+    fn moves(&self) -> &'static [Command] {
+        super::LIST_MOVES
+    }
+
     fn hints(&self) -> Vec<(Command, &'static str)> {
         // First when there is something older: the status bar cuts the hints at its width.
         let older = self.view.as_ref().is_some_and(|v| v.older_nodes > 0 && !v.at_cap());

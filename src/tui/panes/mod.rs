@@ -88,6 +88,32 @@ impl RenderCtx<'_> {
     }
 }
 
+/// Every `[navigate]` move.
+pub const ALL_MOVES: &[Command] = &[
+    Command::Up,
+    Command::Down,
+    Command::Left,
+    Command::Right,
+    Command::PageUp,
+    Command::PageDown,
+    Command::Top,
+    Command::Bottom,
+    Command::Select,
+    Command::Back,
+];
+
+/// The moves of a list without sideways moves (`left`/`right`, `h`/`l` do nothing there).
+pub const LIST_MOVES: &[Command] = &[
+    Command::Up,
+    Command::Down,
+    Command::PageUp,
+    Command::PageDown,
+    Command::Top,
+    Command::Bottom,
+    Command::Select,
+    Command::Back,
+];
+
 /// A pane of the workbench.
 pub trait Pane {
     /// Which pane this is.
@@ -151,6 +177,12 @@ pub trait Pane {
     /// Key hints for the status bar: (command, short label).
     fn hints(&self) -> Vec<(Command, &'static str)> {
         Vec::new()
+    }
+
+    /// The `[navigate]` moves the pane acts on: help lists these alone, so it never names a
+    /// key that does something else here (in NOR a letter that is no move is typed).
+    fn moves(&self) -> &'static [Command] {
+        ALL_MOVES
     }
 
     /// Draws the pane into `area`; returns the terminal cursor position when a text field has focus.

@@ -258,6 +258,10 @@ impl Pane for ReposPane {
         }
     }
 
+    fn moves(&self) -> &'static [Command] {
+        super::LIST_MOVES
+    }
+
     fn hints(&self) -> Vec<(Command, &'static str)> {
         vec![(Command::Select, "open"), (Command::AddRepo, "add"), (Command::Reindex, "re-index")]
     }

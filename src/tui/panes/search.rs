@@ -1009,6 +1009,10 @@ impl Pane for SearchPane {
         }
     }
 
+    fn moves(&self) -> &'static [Command] {
+        super::LIST_MOVES
+    }
+
     fn hints(&self) -> Vec<(Command, &'static str)> {
         vec![(Command::OpenInEditor, "edit"), (Command::ToggleSymbols, "symbols"), (Command::OpenImpact, "impact")]
     }

@@ -4,7 +4,7 @@
 
 use super::text_field;
 use super::{centered, frame};
-use crate::tui::keymap::{Context, Keymap};
+use crate::tui::keymap::{Command, Context, Keymap};
 use crate::tui::theme::{Slot, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -21,6 +21,8 @@ pub struct HelpCtx<'a> {
     pub home: &'a str,
     /// Problems found loading the theme or keymap.
     pub problems: &'a [String],
+    /// The `[navigate]` moves the focused pane acts on ([`crate::tui::panes::Pane::moves`]).
+    pub moves: &'a [Command],
 }
 
 /// The help lines for a pane context.
@@ -37,7 +39,10 @@ pub fn help_lines(keymap: &Keymap, theme: &Theme, hc: &HelpCtx<'_>) -> Vec<Line<
     for p in hc.problems {
         lines.push(Line::styled(format!("⚠ {p}"), theme.style(Slot::Warning)));
     }
-    for (ctx, rows) in keymap.help(&[pane, Context::Navigate, Context::Global]) {
+    // A move the pane has no use for is left out: help listed `h` "Move left" in Search,
+    // where it is typed into the query (tour18 F3).
+    let used = |c: Command| c.context() != Context::Navigate || hc.moves.contains(&c);
+    for (ctx, rows) in keymap.help(&[pane, Context::Navigate, Context::Global], used) {
         lines.push(Line::default());
         lines.push(Line::styled(format!("[{}]", ctx.name()), theme.style(Slot::HelpSection)));
         let key_w = rows.iter().map(|(k, _)| super::width(k)).max().unwrap_or(0).min(28);
@@ -67,7 +72,7 @@ pub fn help_lines(keymap: &Keymap, theme: &Theme, hc: &HelpCtx<'_>) -> Vec<Line<
                 Span::styled(format!("  {what}"), theme.style(Slot::Text)),
             ]));
         }
-        let clashes = keymap.clashes(&[pane, Context::Navigate, Context::Global], multi);
+        let clashes = keymap.clashes(&[pane, Context::Navigate, Context::Global], multi, used);
         let chords: Vec<String> = clashes
             .iter()
             .filter(|(k, _)| !matches!(k.code, crossterm::event::KeyCode::Char(_)) || !k.mods.is_empty())
