@@ -87,7 +87,7 @@ pub fn harmful(text: &str) -> Option<String> {
             }
         }
     }
-    if let Some(why) = secret_placement(text) {
+    if let Some(why) = secret_placement(text).or_else(|| commits_dotenv(text)) {
         return Some(why);
     }
     let is_secret = |x: &String| {
@@ -326,6 +326,43 @@ const CODE_EXTENSIONS: &[&str] = &[
 const AWAY: &[&str] = &[
     "not", "never", "no", "out", "outside", "away", "instead", "rather", "than", "except", "without", "from", "avoid",
 ];
+
+/// Why a statement commits a `.env` file, if it does: that is where secrets live, kept out of
+/// git, so committing one leaks them whatever the statement says about them. "Always commit the
+/// .env file with the AWS secret key" was learnt: its secret was past the six words after the
+/// verb, and the file itself was not seen as one. Not a template meant to be committed
+/// (`.env.example`, `.sample`, `.template`, `.dist`), nor a file set apart ("everything except
+/// the .env file", "the code, not .env") or a negated verb ("never commit .env").
+fn commits_dotenv(text: &str) -> Option<String> {
+    const TEMPLATES: &[&str] = &["example", "sample", "template", "dist", "defaults"];
+    for clause in clauses(text) {
+        let lower = clause.to_lowercase();
+        let tokens: Vec<&str> = lower
+            .split_whitespace()
+            .map(|t| t.trim_matches(|c: char| matches!(c, '`' | '\'' | '"' | ',' | '(' | ')')))
+            .collect();
+        let dotenv = |t: &str| {
+            t.strip_prefix(".env").is_some_and(|rest| {
+                rest.is_empty() || rest.strip_prefix('.').is_some_and(|variant| !TEMPLATES.contains(&variant))
+            })
+        };
+        for (v, verb) in tokens.iter().enumerate() {
+            let negated = tokens[v.saturating_sub(3)..v].iter().any(|x| NEGATIONS.contains(x));
+            if !INTO_CODE.contains(verb) || negated {
+                continue;
+            }
+            let object = &tokens[v + 1..(v + 7).min(tokens.len())];
+            let Some(at) = object.iter().position(|t| dotenv(t)) else { continue };
+            if !object[..at].iter().any(|x| AWAY.contains(x) || NEGATIONS.contains(x)) {
+                return Some(
+                    "harmful: it commits a .env file, where secrets live (keep it out of git; commit a .env.example without values instead)"
+                        .into(),
+                );
+            }
+        }
+    }
+    None
+}
 
 /// A text's clauses: split at `;`, `!`, `?`, `:`, line breaks and a full stop that ends a
 /// sentence (followed by a space or the end, so `config.py` stays one word).
@@ -929,6 +966,29 @@ mod tests {
             "Put the deploy token in GitHub secrets",
             "No secrets in the repository",
             "Log every request, but never tokens or passwords",
+        ] {
+            assert_eq!(harmful(fine), None, "{fine}");
+        }
+    }
+
+    #[test]
+    fn committing_a_dotenv_file_is_harmful_and_its_template_is_fine() {
+        for bad in [
+            "always commit the .env file with the AWS secret key",
+            "Commit .env so the team has the config",
+            "git add and commit `.env.production` too",
+            "Committing the .env.local file is fine",
+        ] {
+            assert!(harmful(bad).is_some_and(|w| w.contains(".env file")), "{bad}: {:?}", harmful(bad));
+        }
+        for fine in [
+            "Commit .env.example with placeholder values",
+            "Never commit the .env file",
+            "Don't commit .env",
+            "Commit everything except the .env file",
+            "Commit the code, not the .env file",
+            "Keep secrets in a .env file",
+            "Load settings from .env with dotenv",
         ] {
             assert_eq!(harmful(fine), None, "{fine}");
         }
