@@ -123,7 +123,8 @@ const NOT_PASSWORDS: &str = concat!(
 /// Words a short or lone value is when it is not a password: a language's types (`password:
 /// str`, `"password": "string"`), a setting (`password: auto`), a form's or a strength meter's
 /// words (`show_password: "Show"`, `password: "Try again"`), a changelog's nouns
-/// (`password: typo`), an auth scheme or a backend (`password: ldap`) and a key's algorithm.
+/// (`password: typo`), an auth scheme or a backend (`password: ldap`; nsswitch.conf's sources:
+/// `passwd: files systemd`) and a key's algorithm.
 const NOT_SECRETS: &str = concat!(
     "str int bool bytes byte char text any void float double list dict map json uuid date time enum ",
     "bigint symbol never yes on off auto ask env file inline manual mandatory none ",
@@ -132,7 +133,7 @@ const NOT_SECRETS: &str = concat!(
     "typo typos docs tests misc chore wip hash ignore interactive environment variable anonymous basic ",
     "digest bearer oauth ldap local native internal external builtin system clear deny forbid permit ",
     "toggle reveal invisible dots bullets asterisks stars high low strict lenient minimal varchar ",
-    "column blob binary agent help caps lock ",
+    "column blob binary agent help caps lock files compat systemd nis nisplus sss winbind ",
     // A key's algorithm or format (`signing_key = "HS256"`, `privateKey: "rsa"`).
     "rsa dsa ecdsa ec aes des hmac md5 sha sha1 hs256 hs384 hs512 rs256 rs384 rs512 es256 es384 ps256 ",
     "pem der jwk jks p12 pkcs",
@@ -599,6 +600,8 @@ mod tests {
             "password: cleanup",
             "- password: refactoring",
             "password: ldap",
+            "passwd:         files",
+            "passwd:         files systemd",
             "  encrypted_password: digest",
             "Password: Swordfish",
             "password: swordfish, token: abc",
