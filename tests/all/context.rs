@@ -196,7 +196,10 @@ fn without_since_only_uncommitted_work_counts_and_bad_refs_are_clear() {
             &ContextRequest { task: "x".into(), since: Some("--output=/tmp/x".into()), ..Default::default() },
         )
         .expect_err("option");
-    assert!(err.to_string().contains("bad --since"), "{err}");
+    assert!(
+        err.to_string().contains("bad since ref \"--output=/tmp/x\" (`--since`, or `since` over HTTP and MCP)"),
+        "{err}"
+    );
 }
 
 #[test]

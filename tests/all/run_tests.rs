@@ -306,6 +306,20 @@ fn pytest_refusing_its_configuration_or_a_node_id_is_bad_input_naming_what_it_re
     assert!(msg.contains("not found:") && msg.contains("test_a.py::nope"), "{msg}");
 }
 
+/// A repository without a runner is bad input that says how to give one, and where: "set
+/// `[tests] command` in the config" named no config file.
+#[test]
+fn no_runner_is_bad_input_naming_how_to_find_the_config() {
+    let env = Env::new();
+    let repo = env.repo("norunner");
+    write(&repo, "main.py", "print(1)\n");
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
+    assert_eq!(code, 2, "{v}");
+    let msg = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.starts_with("no test runner found in"), "{msg}");
+    assert!(msg.ends_with("set `[tests] command` in the config (`docdex config` shows where it is)"), "{msg}");
+}
+
 #[test]
 fn a_zero_timeout_is_bad_input_not_a_run_killed_at_once() {
     let env = Env::new();

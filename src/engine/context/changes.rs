@@ -143,13 +143,17 @@ fn is_binary(root: &Path, rel: &str) -> bool {
     }
 }
 
-/// A `since` that git could read as an option or as several words is refused up front.
+/// A `since` that git could read as an option or as several words is refused up front, named
+/// as each surface spells it (it said "bad --since" to HTTP and MCP clients, whose field is
+/// `since`).
 fn check_since(since: Option<&str>) -> Result<()> {
     match since {
         Some(r)
             if r.trim().is_empty() || r.starts_with('-') || r.chars().any(|c| c.is_whitespace() || c.is_control()) =>
         {
-            Err(Error::BadRequest(format!("bad --since {r:?}: give a git ref such as main, origin/main or a commit")))
+            Err(Error::BadRequest(format!(
+                "bad since ref {r:?} (`--since`, or `since` over HTTP and MCP): give a git ref such as main, origin/main or a commit"
+            )))
         }
         _ => Ok(()),
     }

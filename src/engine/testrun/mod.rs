@@ -130,12 +130,12 @@ fn detect(root: &Path, configured: &str) -> Result<(Runner, String)> {
     }
     if placeholder {
         return Err(Error::BadRequest(format!(
-            "no test runner found in {}: package.json's test script is npm's placeholder (`{PLACEHOLDER_SCRIPT}`, as `npm init` writes it), which holds no tests, and there is no Cargo.toml, go.mod, pyproject.toml, setup.py, pytest.ini, conftest.py or tests/; set package.json's `scripts.test` (e.g. `node --test`) or `[tests] command` in the config",
+            "no test runner found in {}: package.json's test script is npm's placeholder (`{PLACEHOLDER_SCRIPT}`, as `npm init` writes it), which holds no tests, and there is no Cargo.toml, go.mod, pyproject.toml, setup.py, pytest.ini, conftest.py or tests/; set package.json's `scripts.test` (e.g. `node --test`) or `[tests] command` in the config (`docdex config` shows where it is)",
             root.display()
         )));
     }
     Err(Error::BadRequest(format!(
-        "no test runner found in {}: none of Cargo.toml, go.mod (at the root or below it), package.json, pyproject.toml, setup.py, pytest.ini, conftest.py or tests/; set `[tests] command` in the config",
+        "no test runner found in {}: none of Cargo.toml, go.mod (at the root or below it), package.json, pyproject.toml, setup.py, pytest.ini, conftest.py or tests/; set `[tests] command` in the config (`docdex config` shows where it is)",
         root.display()
     )))
 }
@@ -194,7 +194,7 @@ fn package_test_script(root: &Path) -> Result<String> {
         .map_err(|e| Error::BadRequest(format!("cannot read {}/package.json: {e}", root.display())))?;
     let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
         Error::BadRequest(format!(
-            "{}/package.json is not valid JSON ({e}): fix it, or set `[tests] command` in the config",
+            "{}/package.json is not valid JSON ({e}): fix it, or set `[tests] command` in the config (`docdex config` shows where it is)",
             root.display()
         ))
     })?;
