@@ -878,6 +878,9 @@ impl App {
                 if text.trim().is_empty() {
                     return Err("type the path of a directory".into());
                 }
+                if !path.exists() {
+                    return Err(format!("{} does not exist (tab completes folders)", path.display()));
+                }
                 if !path.is_dir() {
                     return Err(format!("{} is not a directory", path.display()));
                 }
@@ -1400,6 +1403,12 @@ impl App {
             inner.width as usize - 1,
             t.style(Slot::Muted),
         );
+        // How to delete the index too (the pane does not purge), on the rows left.
+        let purge = format!("To delete its index too: docdex repo remove {} --purge", path.display());
+        let rows = inner.height.saturating_sub(3) as usize;
+        for (k, l) in widgets::wrap(&purge, inner.width as usize - 2).iter().take(rows).enumerate() {
+            buf.set_stringn(inner.x + 1, inner.y + 2 + k as u16, l, inner.width as usize - 1, t.style(Slot::Muted));
+        }
     }
 }
 

@@ -174,7 +174,7 @@ fn context_lines(trace: &ChatTrace) -> Vec<String> {
     if b.context_window > 0 {
         let exact = if b.tokenizer.exact { "exact" } else { "approximate" };
         out.push(format!(
-            "window {} tokens ({}) · prompt {} · answer up to {} · {} {exact}, ratio {:.2}",
+            "window {} tokens from {} · prompt {} · answer up to {} · {} {exact}, ratio {:.2}",
             thousands(b.context_window as u64),
             b.window_source,
             thousands(b.prompt_tokens as u64),

@@ -583,7 +583,7 @@ fn repos_add_reindex_remove_and_watch() {
     h.typ("/definitely/not/here");
     h.key(KeyCode::Enter);
     assert!(h.app.prompt_open(), "a bad path keeps the prompt open");
-    assert!(shows(&h.screen(80, 24), "is not a directory"));
+    assert!(shows(&h.screen(80, 24), "/definitely/not/here does not exist (tab completes folders)"));
     h.ctrl('u');
     h.typ(other.to_str().expect("utf8"));
     h.key(KeyCode::Enter);

@@ -155,6 +155,9 @@ fn profile_editor_edits_moves_and_removes() {
     h.pump();
     assert!(prefs_of(&h, "mcoda_qa").iter().all(|p| p.id != sel.id));
     assert_eq!(prefs_of(&h, "mcoda_qa").len(), now.len() - 1);
+    // In words (it said "removed 1 preference(s) of mcoda_qa"; tour18 F4).
+    let notice = h.app.notice().unwrap_or_default().to_string();
+    assert_eq!(notice, "removed 1 preference of mcoda_qa");
 }
 
 #[test]
