@@ -24,7 +24,7 @@ use super::widgets::status_bar::StatusInfo;
 use super::widgets::text_field::{self, TextField};
 use super::widgets::{self, centered, frame, help};
 use crate::engine::protocol as files;
-use crate::engine::protocol::{RepoOverview, RepoState};
+use crate::engine::protocol::{IndexSummary, RepoOverview, RepoState};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -987,6 +987,41 @@ impl App {
         }
     }
 
+    /// The status line for an index run that ended well: what changed in the current
+    /// repository (nothing said when nothing did), that an added one is ready, or that the
+    /// current one holds nothing to search.
+    fn index_finished(&mut self, repo: &Path, s: &IndexSummary) {
+        let changed = s.added + s.updated + s.deleted;
+        if repo != self.repo {
+            // `indexing <repo>` (an added repository) ends with its run.
+            let files = widgets::count(s.files, "file", "files");
+            self.set_notice(Level::Info, format!("{} is ready: {files} indexed", repo.display()));
+        } else if s.note.is_some() {
+            self.clear_started(repo);
+        } else if s.files == 0 {
+            // "indexed 0 files (0 changed)" left a newcomer in the wrong folder guessing.
+            let text = format!(
+                "{} holds no file docdex indexes: nothing to search; add the right folder in Repos ({}, a)",
+                self.repo.display(),
+                self.keymap.hint(Command::GotoRepos).unwrap_or_else(|| "alt+1".into())
+            );
+            self.set_notice(Level::Warn, text);
+        } else if changed > 0 || s.rebuilt {
+            let files = widgets::count(s.files, "file", "files");
+            self.set_notice(Level::Info, format!("indexed {files} ({} changed)", widgets::thousands(changed)));
+        } else {
+            self.clear_started(repo);
+        }
+    }
+
+    /// Drops the `indexing <repo>` notice of a run that ended with nothing to say.
+    fn clear_started(&mut self, repo: &Path) {
+        let started = format!("indexing {}", repo.display());
+        if self.notice.as_ref().is_some_and(|(_, t, _)| *t == started) {
+            self.notice = None;
+        }
+    }
+
     fn on_engine(&mut self, e: EngineEvent) {
         self.dirty = true;
         if let EngineEvent::Chat(ChatUpdate::Done { unavailable: Some(_), .. }) = &e {
@@ -1005,32 +1040,7 @@ impl App {
                 self.set_notice(Level::Error, format!("indexing {name} failed: {err}"));
                 self.reopen_refused_add(repo, err);
             }
-            EngineEvent::IndexFinished { repo, result: Ok(s) }
-                if *repo == self.repo && s.note.is_none() && (s.added + s.updated + s.deleted > 0 || s.rebuilt) =>
-            {
-                let changed = s.added + s.updated + s.deleted;
-                self.set_notice(
-                    Level::Info,
-                    format!(
-                        "indexed {} ({} changed)",
-                        widgets::count(s.files, "file", "files"),
-                        widgets::thousands(changed)
-                    ),
-                );
-            }
-            EngineEvent::IndexFinished { repo, result: Ok(s) } if *repo != self.repo => {
-                // `indexing <repo>` (an added repository) ends with its run.
-                self.set_notice(
-                    Level::Info,
-                    format!("{} is ready: {} indexed", repo.display(), widgets::count(s.files, "file", "files")),
-                );
-            }
-            EngineEvent::IndexFinished { repo, result: Ok(_) } => {
-                let started = format!("indexing {}", repo.display());
-                if self.notice.as_ref().is_some_and(|(_, t, _)| *t == started) {
-                    self.notice = None;
-                }
-            }
+            EngineEvent::IndexFinished { repo, result: Ok(s) } => self.index_finished(repo, s),
             EngineEvent::RepoRemoved { repo, result: Ok(()) } => {
                 // The current repository stays listed (the workbench still works on it).
                 let still = if *repo == self.repo { "; it stays listed as the current repository" } else { "" };

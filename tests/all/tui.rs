@@ -54,6 +54,26 @@ fn startup_loads_repos_checks_the_provider_and_indexes_the_unindexed_repo() {
     assert!(shows(&h.screen(120, 40), "llm ✗ ollama"), "{}", h.screen(120, 40));
 }
 
+/// tour18 F10: started in a folder with nothing to index (an empty one, the wrong one), the
+/// workbench said "indexed 0 files (0 changed)" and "Type to search", which searched nothing.
+#[test]
+fn a_repository_with_no_file_to_index_says_so_and_what_to_do() {
+    let h = Harness::new();
+    for entry in std::fs::read_dir(&h.repo).expect("read_dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).expect("rm -r");
+        } else {
+            std::fs::remove_file(&path).expect("rm");
+        }
+    }
+    let h = h.started();
+    let notice = h.app.notice().unwrap_or_default().to_string();
+    assert!(notice.contains("holds no file docdex indexes: nothing to search"), "{notice}");
+    assert!(notice.contains("add the right folder in Repos (alt+1, a)"), "{notice}");
+    assert!(!shows(&h.screen(120, 40), "indexed 0 files (0 changed)"), "{}", h.screen(120, 40));
+}
+
 #[test]
 fn startup_snapshots() {
     let h = Harness::new().started();

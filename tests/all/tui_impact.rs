@@ -142,7 +142,9 @@ fn a_wait_for_the_run_reads_as_in_progress_and_an_error_as_an_error() {
     assert_ne!(style_at(&buf, "Parsing now").fg, error.fg, "a wait is not drawn as an error");
     // After the run, an answer that still sends the user to `docdex index` is an error, and
     // reads as one: in the error colour, with what to do.
-    h.engine_event(EngineEvent::IndexFinished { repo, result: Ok(IndexSummary::default()) });
+    // (The fixture's 5 files, none changed: a run of no file says so in the status bar.)
+    let ended = IndexSummary { files: 5, ..Default::default() };
+    h.engine_event(EngineEvent::IndexFinished { repo, result: Ok(ended) });
     let seq = *impact_seqs(&h.requests()).last().expect("asked again");
     h.engine_event(EngineEvent::Impact { seq, result: Err(NOT_PARSED.into()) });
     let buf = h.buffer(80, 24);
