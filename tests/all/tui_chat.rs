@@ -594,3 +594,44 @@ fn a_conversation_stays_with_its_repository_when_the_workbench_switches() {
     assert!(shows(&s, "asked in a new conversation about other"), "{s}");
     assert!(shows(&s, "Chat · session 3 of 3 · 1 turn"), "{s}");
 }
+
+/// A switch while an answer streams: the answer goes on into its own conversation, and the new
+/// repository's empty conversation shows its introduction (it was blank while the other
+/// repository's answer streamed out of view).
+#[test]
+fn an_answer_streaming_when_the_repository_switches_lands_in_its_own_conversation() {
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).expect("fake model server");
+    let mut h = harness(&fake);
+    let other = h.env.repo("other");
+    crate::util::write(&other, "lib.rs", "pub fn wombat_counter() {}\n");
+    let other = std::fs::canonicalize(&other).expect("canonical");
+    run(&mut h, Request::Index { repo: other.clone(), rebuild: false });
+    h.alt('3');
+    h.pump();
+    ask(&mut h, "where are stale sessions expired?");
+    let token = |text: &str| AppEvent::Engine(EngineEvent::Chat(ChatUpdate::Token { turn: 1, text: text.into() }));
+    h.app.handle(token("Sessions expire in "));
+    h.alt('1');
+    h.pump();
+    h.key(KeyCode::Down);
+    h.key(KeyCode::Enter);
+    h.pump();
+    h.alt('3');
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "Ask in plain language about other"), "the new conversation's introduction: {s}");
+    assert!(!shows(&s, "Sessions expire in"), "{s}");
+    h.app.handle(token("SessionStore.expire."));
+    h.app.handle(AppEvent::Engine(EngineEvent::Chat(ChatUpdate::Done {
+        turn: 1,
+        session_id: Some("s1".into()),
+        citations: Vec::new(),
+        stopped: false,
+        unavailable: None,
+    })));
+    assert!(h.app.chat().cells().is_empty(), "nothing landed in the other repository's conversation");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('['));
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "Chat · about fixture · session 1 of 2 · 1 turn"), "{s}");
+    assert!(shows(&s, "Sessions expire in SessionStore.expire."), "the whole answer, in its conversation: {s}");
+}

@@ -771,19 +771,14 @@ impl Pane for ChatPane {
         block.render(convo, buf);
         self.height.set(inner.height);
         self.width.set(inner.width);
-        let rows = if self.cells().is_empty() && self.active.is_none() {
-            self.intro(inner.width as usize, cx)
-        } else {
-            self.rows(inner.width as usize, cx)
-        };
+        // An answer streaming into another conversation (of the repository left) is not this
+        // one's: an empty conversation still shows its introduction.
+        let empty = self.cells().is_empty() && !self.active.as_ref().is_some_and(|a| a.session == self.current);
+        let rows = if empty { self.intro(inner.width as usize, cx) } else { self.rows(inner.width as usize, cx) };
         let h = inner.height as usize;
         let max_scroll = rows.len().saturating_sub(h);
         let from_bottom = self.scroll_from_bottom.min(max_scroll);
-        let start = if self.cells().is_empty() && self.active.is_none() {
-            0
-        } else {
-            rows.len().saturating_sub(h + from_bottom)
-        };
+        let start = if empty { 0 } else { rows.len().saturating_sub(h + from_bottom) };
         for (k, line) in rows.iter().skip(start).take(h).enumerate() {
             buf.set_line(inner.x, inner.y + k as u16, line, inner.width);
         }
