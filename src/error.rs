@@ -93,7 +93,7 @@ pub enum Error {
     /// The repository is not in the registry (for remove and similar).
     #[error("repository {path} is not registered with docdex; `docdex repo list` shows the known ones")]
     UnknownRepo {
-        /// The path as given.
+        /// The path, made absolute.
         path: PathBuf,
     },
     /// A path given by the user resolves outside the repository.

@@ -83,7 +83,7 @@ pub struct AstSearchArgs {
     #[arg(long, short = 'n', value_parser = super::count_up_to::<{crate::engine::protocol::MAX_CODE_RESULTS}>)]
     limit: Option<usize>,
     /// Only this file or folder (whole path components: `src` is not `src2/`).
-    #[arg(long = "path-prefix", alias = "path")]
+    #[arg(long = "path", visible_alias = "path-prefix")]
     path_prefix: Option<String>,
     /// Print JSON.
     #[arg(long)]
@@ -109,7 +109,7 @@ pub struct AstQueryArgs {
     #[arg(long)]
     field: Option<String>,
     /// Only this file or folder (whole path components: `src` is not `src2/`).
-    #[arg(long = "path-prefix", alias = "path")]
+    #[arg(long = "path", visible_alias = "path-prefix")]
     path_prefix: Option<String>,
     /// Files to show.
     #[arg(long, short = 'n', value_parser = super::count_up_to::<{crate::engine::protocol::MAX_CODE_RESULTS}>)]

@@ -11,6 +11,7 @@ mod code;
 mod context;
 mod dag;
 mod eval;
+mod examples;
 mod hook;
 mod impact;
 mod interrupt;
@@ -481,7 +482,7 @@ pub fn bench_queries() -> &'static [&'static str] {
 /// subcommand and argument cost a one-shot search about 0.6M instructions (docs/PERFORMANCE.md).
 fn parse_command_line() -> Cli {
     use clap::{CommandFactory, FromArgMatches};
-    let mut command = Cli::command();
+    let mut command = examples::attach(Cli::command());
     let parsed = command.try_get_matches_from_mut(std::env::args_os()).and_then(|m| Cli::from_arg_matches(&m));
     let cli = parsed.unwrap_or_else(|e| e.format(&mut command).exit());
     std::mem::forget(command);
@@ -494,7 +495,7 @@ pub fn main() -> ExitCode {
     if cli.command.is_none() {
         if !tui::interactive() {
             use clap::CommandFactory;
-            eline!("{}", Cli::command().render_help());
+            eline!("{}", examples::attach(Cli::command()).render_help());
             return ExitCode::from(2);
         }
         cli.command = Some(Command::Tui(tui::TuiArgs { repo: RepoArg { repo: None } }));

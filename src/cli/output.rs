@@ -629,6 +629,12 @@ pub fn print_repos(out: &Out, repos: &[RepoRecord]) {
             when,
             out.paint("2", &r.fingerprint[..12])
         ));
+        if r.missing {
+            out.line(&format!(
+                "  MISSING: the folder is gone (moved or deleted); `docdex index --repo NEW_PATH` indexes it where it is now, `docdex repo remove {} --purge` deletes this index",
+                shown(&r.path)
+            ));
+        }
     }
 }
 

@@ -68,7 +68,7 @@ pub struct CommonArgs {
     #[arg(long, env = "DOCDEX_PREFLIGHT_CHECK", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false)]
     preflight_check: bool,
     /// The agent (profile memory persona) used when a request names none, e.g. mcoda_frontend.
-    #[arg(long)]
+    #[arg(long = "agent", visible_alias = "agent-id", value_name = "AGENT")]
     agent_id: Option<String>,
 }
 

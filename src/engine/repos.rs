@@ -504,6 +504,11 @@ pub struct RepoRecord {
     pub files: u64,
     /// Chunks in the index.
     pub chunks: u64,
+    /// Its folder is gone (moved or deleted): its index answers nothing until it is indexed
+    /// where it is now, and `docdex repo remove PATH --purge` deletes it. Looked at when the
+    /// registry is listed, never read from `registry.json`.
+    #[serde(default, skip_deserializing)]
+    pub missing: bool,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -568,6 +573,7 @@ impl Registry {
                     last_indexed_ms: None,
                     files: 0,
                     chunks: 0,
+                    missing: false,
                 });
             }
         })?;
@@ -583,6 +589,9 @@ impl Registry {
     pub fn list(&self) -> Result<Vec<RepoRecord>> {
         let mut repos = self.read()?.repos;
         repos.sort_by(|a, b| a.path.cmp(&b.path));
+        for r in &mut repos {
+            r.missing = !r.path.is_dir();
+        }
         Ok(repos)
     }
 
@@ -603,28 +612,22 @@ impl Registry {
     }
 
     /// Forgets a repository; with `purge`, deletes its state directory too.
-    /// Works for repos whose directory no longer exists (matched by the recorded path).
+    /// Works for repos whose directory no longer exists (matched by the recorded path, or by
+    /// the path made absolute, so `repo remove ../old --purge` finds a moved repository's).
     pub fn remove(&self, path: &Path, purge: bool) -> Result<RepoRecord> {
-        let wanted = normalize(path).ok();
+        let wanted = normalize(path).or_else(|_| std::path::absolute(path)).unwrap_or_else(|_| path.to_path_buf());
         let mut removed = None;
         self.update(|records| {
-            if let Some(i) = records.iter().position(|r| Some(&r.path) == wanted.as_ref() || r.path == path) {
+            if let Some(i) = records.iter().position(|r| r.path == wanted || r.path == path) {
                 removed = Some(records.remove(i));
             }
         })?;
-        let unknown = || Error::UnknownRepo { path: path.into() };
         let record = match removed {
             Some(r) => r,
-            // Forgotten earlier with its index kept ("--purge deletes it"): purge what is left.
-            None if purge => {
-                let root = wanted.ok_or_else(unknown)?;
-                let fingerprint = fingerprint(&root);
-                if !self.paths.repo_state(&fingerprint).exists() {
-                    return Err(unknown());
-                }
-                RepoRecord { path: root, fingerprint, last_indexed_ms: None, files: 0, chunks: 0 }
-            }
-            None => return Err(unknown()),
+            // Forgotten earlier with its index kept ("--purge deletes it"): purge what is left,
+            // its folder there or gone.
+            None if purge => self.forgotten(&wanted)?,
+            None => return Err(Error::UnknownRepo { path: wanted }),
         };
         let dir = self.paths.repo_state(&record.fingerprint);
         if purge {
@@ -638,6 +641,23 @@ impl Registry {
             }
         }
         Ok(record)
+    }
+
+    /// The state a `repo remove` without `--purge` kept for `root` (its fingerprint is its
+    /// canonical path's, which for a folder since deleted is the absolute path it was at).
+    fn forgotten(&self, root: &Path) -> Result<RepoRecord> {
+        let fingerprint = fingerprint(root);
+        if !self.paths.repo_state(&fingerprint).exists() {
+            return Err(Error::UnknownRepo { path: root.into() });
+        }
+        Ok(RepoRecord {
+            path: root.into(),
+            fingerprint,
+            last_indexed_ms: None,
+            files: 0,
+            chunks: 0,
+            missing: !root.is_dir(),
+        })
     }
 
     /// The registry file, read without the lock; a damaged or missing one (beside state to

@@ -425,6 +425,39 @@ fn repo_list_and_remove() {
     assert_eq!(env.run(&["repo", "remove", r, "--purge"]).status.code(), Some(3), "nothing left to purge");
 }
 
+/// A repository moved or deleted: `repo list` says its folder is gone and what to run, and its
+/// index can still be purged after a plain `repo remove` forgot it (it said "not registered",
+/// leaving the index under the home for good), by the path it had, relative or absolute.
+#[test]
+fn a_moved_repository_is_listed_missing_and_its_kept_index_can_be_purged() {
+    let env = Env::new();
+    let repo = env.repo("old");
+    sample_repo(&repo);
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let state_dir = env.engine().resolve_repo(&repo).unwrap().state_dir;
+    assert_eq!(env.json(&["repo", "list", "--json"])["repos"][0]["missing"], false);
+    std::fs::rename(&repo, repo.with_file_name("new")).unwrap();
+    let v = env.json(&["repo", "list", "--json"]);
+    assert_eq!(v["repos"][0]["missing"], true, "{v}");
+    let list = String::from_utf8(env.run(&["repo", "list"]).stdout).unwrap();
+    assert!(
+        list.contains("MISSING: the folder is gone") && list.contains(&format!("repo remove {r} --purge")),
+        "{list}"
+    );
+    let out = env.run(&["repo", "remove", r]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(state_dir.exists());
+    let parent = repo.parent().unwrap();
+    let out = run_in(&env, parent, &["repo", "remove", "old", "--purge"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!state_dir.exists(), "the kept index of a deleted folder is purged");
+    let out = run_in(&env, parent, &["repo", "remove", "old"]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("repository {r} is not registered")), "named as an absolute path: {err}");
+}
+
 #[test]
 fn human_index_output_summarizes() {
     let env = Env::new();

@@ -129,5 +129,5 @@ fn record(paths: &Paths, state_dir: &Path) -> Option<RepoRecord> {
     let last_indexed_ms = indexed_at
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    Some(RepoRecord { path: repo.root, fingerprint: repo.fingerprint, last_indexed_ms, files, chunks })
+    Some(RepoRecord { path: repo.root, fingerprint: repo.fingerprint, last_indexed_ms, files, chunks, missing: false })
 }
