@@ -773,7 +773,7 @@ impl Pane for ChatPane {
         self.width.set(inner.width);
         // An answer streaming into another conversation (of the repository left) is not this
         // one's: an empty conversation still shows its introduction.
-        let empty = self.cells().is_empty() && !self.active.as_ref().is_some_and(|a| a.session == self.current);
+        let empty = self.cells().is_empty() && self.active.as_ref().is_none_or(|a| a.session != self.current);
         let rows = if empty { self.intro(inner.width as usize, cx) } else { self.rows(inner.width as usize, cx) };
         let h = inner.height as usize;
         let max_scroll = rows.len().saturating_sub(h);
