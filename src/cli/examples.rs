@@ -176,6 +176,14 @@ pub const EXAMPLES: &[(&str, &[Example])] = &[
     ("sources", &[("docdex sources", "the registered folders, their files and sizes")]),
     ("remove-source", &[("docdex remove-source notes", "by name (or its path); its files leave the index")]),
     (
+        "completions",
+        &[
+            ("docdex completions bash", "a bash script: save it as ~/.local/share/bash-completion/completions/docdex"),
+            ("docdex completions zsh", "a zsh script: save it as _docdex in a folder of your $fpath"),
+            ("docdex completions fish", "a fish script: save it as ~/.config/fish/completions/docdex.fish"),
+        ],
+    ),
+    (
         "config",
         &[
             ("docdex config", "where the config and state are, and every setting"),

@@ -212,6 +212,11 @@ enum Command {
     Sources(sources::ListArgs),
     /// Unregister a source folder (by path or name); its files leave the index.
     RemoveSource(sources::RemoveArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) for every command and flag.
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
     /// Show the config file's location and the effective settings.
     Config {
         /// Print JSON.
@@ -596,6 +601,9 @@ fn init_logging(verbose: u8) {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Some(Command::Completions { shell }) = &cli.command {
+        return completions(*shell);
+    }
     let engine = match &cli.home {
         Some(home) => Engine::open_at(home),
         None => Engine::open(),
@@ -704,7 +712,7 @@ fn dispatch(engine: Engine, out: &Out, home: Option<&Path>, command: Command) ->
         Command::LlmList { json } => return llm::list(&engine, out, json),
         Command::LlmSetup(args) => return llm::setup(&engine, out, args),
         // Handled by `run` before the table.
-        Command::Tui(_) => {}
+        Command::Tui(_) | Command::Completions { .. } => {}
         Command::BenchServe(args) => bench::serve::run(out, args)?,
         Command::BenchWeb(args) => bench::web::run(out, args)?,
         Command::BenchProfile(args) => bench::profile::run(out, args)?,
@@ -758,6 +766,17 @@ fn remove_repo(engine: &Engine, out: &Out, path: &Path, purge: bool) -> anyhow::
         if purge { " and deleted its index" } else { " (index kept; --purge deletes it)" }
     ));
     Ok(())
+}
+
+/// `docdex completions SHELL`: the script clap_complete writes from the very command tree
+/// `docdex` parses with (examples attached), so it completes every command, flag and alias
+/// there is. It needs no home: it opens no state.
+fn completions(shell: clap_complete::Shell) -> anyhow::Result<ExitCode> {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut examples::attach(Cli::command()), "docdex", &mut script);
+    output::write_stdout(&script).context("writing the completion script")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `docdex config`: the config file's path, the state directory and the config, secrets redacted.

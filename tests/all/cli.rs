@@ -458,6 +458,24 @@ fn a_moved_repository_is_listed_missing_and_its_kept_index_can_be_purged() {
     assert!(err.contains(&format!("repository {r} is not registered")), "named as an absolute path: {err}");
 }
 
+/// `docdex completions SHELL` prints a script that completes the commands and their flags,
+/// with no home needed (it opens no state), and stdout holds only the script.
+#[test]
+fn completions_complete_every_command_and_its_flags() {
+    let env = Env::new();
+    let out = env.run(&["completions", "bash"]);
+    assert!(out.status.success(), "{out:?}");
+    let script = String::from_utf8(out.stdout).unwrap();
+    assert!(script.contains("complete -F _docdex") && script.contains("docdex__subcmd__search"), "{}", &script[..200]);
+    assert!(script.contains("--agent-id") && script.contains("--path-prefix"), "aliases complete too");
+    assert!(!env.home().exists(), "no state was opened");
+    let zsh = String::from_utf8(env.run(&["completions", "zsh"]).stdout).unwrap();
+    assert!(zsh.starts_with("#compdef docdex") && zsh.contains("symbols-status"), "{}", &zsh[..100]);
+    let bad = env.run(&["completions", "tcsh"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("possible values: bash"), "{bad:?}");
+}
+
 #[test]
 fn human_index_output_summarizes() {
     let env = Env::new();
