@@ -56,6 +56,12 @@ pub enum ProfileCommand {
         /// Also list this agent's preferences.
         #[arg(long)]
         agent: Option<String>,
+        /// The agent's preferences to list (default 50, at most 200).
+        #[arg(long, requires = "agent", value_parser = clap::value_parser!(u64).range(1..))]
+        limit: Option<u64>,
+        /// List the preferences after this one (the id the previous page ends with).
+        #[arg(long, requires = "agent")]
+        after: Option<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -267,7 +273,10 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
         return Ok(());
     };
     match command {
-        ProfileCommand::List { agent, json } => profile_list(engine, out, agent, json),
+        ProfileCommand::List { agent, limit, after, json } => {
+            let limit = limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+            profile_list(engine, out, ProfileListRequest { agent_id: agent, limit, after }, json)
+        }
         ProfileCommand::Add { agent, category, rule, role, text, json } => {
             profile_add(engine, out, agent, category, rule, role, text, json)
         }
@@ -289,12 +298,12 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
 }
 
 /// `profile list`: agents, or one agent's preferences.
-fn profile_list(engine: &Engine, out: &Out, agent: Option<String>, json: bool) -> anyhow::Result<()> {
-    let resp = engine.profile_list(&ProfileListRequest { agent_id: agent.clone() })?;
+fn profile_list(engine: &Engine, out: &Out, req: ProfileListRequest, json: bool) -> anyhow::Result<()> {
+    let resp = engine.profile_list(&req)?;
     if json {
         return out.json(&resp);
     }
-    if agent.is_none() {
+    if req.agent_id.is_none() {
         out.line(&out.paint("2", &format!("{} in {}", count(resp.agents.len(), "agent"), resp.db.display())));
         for a in &resp.agents {
             let counts: Vec<String> =
@@ -311,6 +320,9 @@ fn profile_list(engine: &Engine, out: &Out, agent: Option<String>, json: bool) -
         }
     } else {
         print_preferences(out, &resp.preferences);
+        if let Some(n) = &resp.note {
+            out.note(&format!("note: {n}"));
+        }
     }
     Ok(())
 }

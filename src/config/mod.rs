@@ -390,9 +390,9 @@ impl Default for MemoryConfig {
     }
 }
 
-/// `[memory.profile]` (spec 001 §4.3): the embedder of profile memory and the agent used when
-/// a request names none.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+/// `[memory.profile]` (spec 001 §4.3): the embedder of profile memory, the agent used when
+/// a request names none, and how many preferences one agent keeps.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct ProfileConfig {
     /// The embedding model for preferences; empty means `[llm] embedding_model`. Never the
@@ -404,6 +404,25 @@ pub struct ProfileConfig {
     /// The agent chat, the pre-commit hook and the TUI use when none is named (empty: none;
     /// chat then uses only the shared `team` preferences, the hook every agent's constraints).
     pub default_agent: String,
+    /// The most preferences one agent keeps, 1 to 100,000: an add, a learnt preference or an
+    /// import past it is refused (an import whole), so no agent's list or recall grows without
+    /// bound (an import of 60,000 was accepted and listed as one 10.9 MB answer).
+    pub max_preferences_per_agent: u32,
+}
+
+/// Preferences one agent keeps by default: far more than a person writes or a chat teaches
+/// (the factory personas hold about ten), few enough to list in 25 pages and recall fast.
+pub const DEFAULT_MAX_PREFERENCES_PER_AGENT: u32 = 5_000;
+
+impl Default for ProfileConfig {
+    fn default() -> Self {
+        Self {
+            embedding_model: String::new(),
+            embedding_dim: 0,
+            default_agent: String::new(),
+            max_preferences_per_agent: DEFAULT_MAX_PREFERENCES_PER_AGENT,
+        }
+    }
 }
 
 /// `[server]`.
@@ -759,7 +778,7 @@ impl Config {
 
     /// Each numeric key with its value, its allowed range, and what to do instead of a value
     /// below it (a user's likely meaning of 0).
-    fn ranges(&self) -> [(&'static str, u64, u64, u64, &'static str); 23] {
+    fn ranges(&self) -> [(&'static str, u64, u64, u64, &'static str); 24] {
         const MIB: u64 = 1024 * 1024;
         let (ix, llm, search) = (&self.index, &self.llm, &self.search);
         [
@@ -787,6 +806,13 @@ impl Config {
                 self.code_intelligence.dynamic_import_scan_limit.into(),
                 1,
                 1024,
+                "",
+            ),
+            (
+                "memory.profile.max_preferences_per_agent",
+                self.memory.profile.max_preferences_per_agent.into(),
+                1,
+                100_000,
                 "",
             ),
             ("libs.max_packages", self.libs.max_packages.into(), 1, 10_000, ""),

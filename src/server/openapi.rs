@@ -344,6 +344,7 @@ pub const RANGES: &[(&str, &str, u64, Option<u64>)] = &[
     ("/v1/audit/conflicts", "top", 1, Some(500)),
     ("/v1/audit/duplicates", "limit", 1, Some(10_000)),
     ("/v1/profile/search", "limit", 1, Some(100)),
+    ("/v1/profile/list", "limit", 1, None),
     ("/v1/memory/recall", "limit", 1, None),
     ("/v1/memory", "limit", 1, None),
     ("/v1/dag/sessions", "limit", 1, None),

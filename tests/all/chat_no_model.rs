@@ -36,7 +36,8 @@ fn text(out: &std::process::Output) -> (String, String) {
 }
 
 fn preferences(env: &Env, agent: &str) -> Vec<String> {
-    let list = env.engine().profile_list(&ProfileListRequest { agent_id: Some(agent.into()) }).unwrap();
+    let list =
+        env.engine().profile_list(&ProfileListRequest { agent_id: Some(agent.into()), ..Default::default() }).unwrap();
     list.preferences.into_iter().map(|p| format!("{} | {}", p.content, p.rule.unwrap_or_default())).collect()
 }
 

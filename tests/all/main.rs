@@ -24,6 +24,7 @@ mod llm;
 mod mcp_clients;
 mod memory;
 mod privacy;
+mod profile_cap;
 mod profile_evolution;
 mod profile_tier0;
 mod profiles;

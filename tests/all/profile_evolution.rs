@@ -24,7 +24,11 @@ fn learn(engine: &Engine, agent: &str, text: &str) -> docdex::engine::protocol::
 }
 
 fn count(engine: &Engine, agent: &str) -> usize {
-    engine.profile_list(&ProfileListRequest { agent_id: Some(agent.into()) }).unwrap().preferences.len()
+    engine
+        .profile_list(&ProfileListRequest { agent_id: Some(agent.into()), ..Default::default() })
+        .unwrap()
+        .preferences
+        .len()
 }
 
 fn decision(
@@ -89,7 +93,8 @@ fn update_rewrites_the_target_in_place() {
     assert_eq!(o.action, EvolutionAction::Update, "{o:?}");
     assert_eq!(o.target_preference_id.as_deref(), Some(s.jest.as_str()));
     assert_eq!(o.previous_content.as_deref(), Some("Prefer using Jest for unit tests"));
-    let list = s.engine.profile_list(&ProfileListRequest { agent_id: Some("eve".into()) }).unwrap();
+    let list =
+        s.engine.profile_list(&ProfileListRequest { agent_id: Some("eve".into()), ..Default::default() }).unwrap();
     assert_eq!(list.preferences.len(), 1, "updated, not appended");
     assert_eq!(list.preferences[0].id, s.jest);
     assert_eq!(list.preferences[0].content, "Prefer using Vitest for unit tests");
@@ -284,7 +289,7 @@ fn a_chat_turn_stating_a_preference_is_learnt_in_the_background() {
         "the evolution is still running after the answer ({answered_in:?})"
     );
     assert!(engine.profile_settle(Duration::from_secs(20)), "the evolution finished");
-    let list = engine.profile_list(&ProfileListRequest { agent_id: Some("eve".into()) }).unwrap();
+    let list = engine.profile_list(&ProfileListRequest { agent_id: Some("eve".into()), ..Default::default() }).unwrap();
     assert_eq!(list.preferences[0].content, "Prefer using Vitest for unit tests");
     // The decision joined the turn's session.
     let session = engine.dag_session(&repo, &resp.session_id).unwrap();
@@ -435,7 +440,8 @@ fn an_update_into_the_words_of_a_team_preference_is_not_written() {
     let o = learn(&s.engine, "eve", "pnpm for the unit tests too");
     assert_eq!(o.action, EvolutionAction::Ignore, "{o:?}");
     assert!(o.reasoning.contains("already known as") && o.reasoning.contains(&pnpm), "{o:?}");
-    let list = s.engine.profile_list(&ProfileListRequest { agent_id: Some("eve".into()) }).unwrap();
+    let list =
+        s.engine.profile_list(&ProfileListRequest { agent_id: Some("eve".into()), ..Default::default() }).unwrap();
     let jest = list.preferences.iter().find(|p| p.id == s.jest).unwrap();
     assert_eq!(jest.content, "Prefer using Jest for unit tests", "the target is kept as it was");
     assert_eq!(list.preferences.len(), 2);
@@ -473,7 +479,8 @@ fn an_update_decided_while_the_preference_was_edited_keeps_the_edit() {
     assert_eq!(s.fake.chats_with(MARKER).len(), 1, "the model was asked while the edit was made");
     assert_eq!(o.action, EvolutionAction::Ignore, "{o:?}");
     assert!(o.reasoning.contains("changed while the model decided") && o.reasoning.contains("Jest 30"), "{o:?}");
-    let list = s.engine.profile_list(&ProfileListRequest { agent_id: Some("eve".into()) }).unwrap();
+    let list =
+        s.engine.profile_list(&ProfileListRequest { agent_id: Some("eve".into()), ..Default::default() }).unwrap();
     assert_eq!(list.preferences[0].content, "Prefer using Jest 30 for unit tests", "the edit is kept");
 }
 

@@ -41,7 +41,9 @@ fn an_empty_database_is_seeded_with_the_factory_personas_once() {
     let ids: Vec<&str> = list.agents.iter().map(|a| a.id.as_str()).collect();
     assert_eq!(ids, ["mcoda_backend", "mcoda_frontend", "mcoda_qa", "mcoda_security", "team"]);
     assert!(list.db.ends_with("state/profiles/main.db") && list.db.is_file(), "{}", list.db.display());
-    let front = engine.profile_list(&ProfileListRequest { agent_id: Some("mcoda_frontend".into()) }).unwrap();
+    let front = engine
+        .profile_list(&ProfileListRequest { agent_id: Some("mcoda_frontend".into()), ..Default::default() })
+        .unwrap();
     assert!(front.preferences.iter().all(|p| p.source == PreferenceSource::Seed));
     assert!(front.preferences.iter().any(|p| p.rule.as_deref() == Some("forbid-node typescript predefined_type any")));
     // The schema the issue names, in the real file.
@@ -64,7 +66,8 @@ fn an_empty_database_is_seeded_with_the_factory_personas_once() {
             .profile_remove(&ProfileRemoveRequest { id: a.to_string(), agent: true, expected_last_updated: None })
             .unwrap();
     }
-    let team = engine.profile_list(&ProfileListRequest { agent_id: Some("team".into()) }).unwrap();
+    let team =
+        engine.profile_list(&ProfileListRequest { agent_id: Some("team".into()), ..Default::default() }).unwrap();
     for p in &team.preferences {
         engine
             .profile_remove(&ProfileRemoveRequest { id: p.id.clone(), agent: false, expected_last_updated: None })
@@ -86,7 +89,8 @@ fn preferences_round_trip_through_the_file_and_agents_stay_apart() {
 
     // A new engine reads the same file.
     let reopened = env.engine();
-    let alice = reopened.profile_list(&ProfileListRequest { agent_id: Some("alice".into()) }).unwrap();
+    let alice =
+        reopened.profile_list(&ProfileListRequest { agent_id: Some("alice".into()), ..Default::default() }).unwrap();
     let ids: Vec<&str> = alice.preferences.iter().map(|p| p.id.as_str()).collect();
     assert_eq!(ids, [tabs.as_str(), vitest.as_str()], "style before tooling");
     assert!(alice.preferences.iter().all(|p| p.embedded && p.source == PreferenceSource::Manual));
@@ -393,7 +397,7 @@ fn export_then_import_round_trips_exactly_and_merges_last_write_wins() {
     let r = eb.profile_import(&file2).unwrap();
     assert_eq!((r.updated, r.deleted), (1, 1), "{r:?}");
     assert!(r.kept_local >= 1, "{r:?}");
-    let erin = eb.profile_list(&ProfileListRequest { agent_id: Some("erin".into()) }).unwrap();
+    let erin = eb.profile_list(&ProfileListRequest { agent_id: Some("erin".into()), ..Default::default() }).unwrap();
     let text = |id: &str| erin.preferences.iter().find(|p| p.id == id).map(|p| p.content.clone());
     assert_eq!(text(&x).as_deref(), Some("Use pnpm 9 for packages"), "newer incoming wins");
     assert_eq!(text(&y).as_deref(), Some("Prefer named exports, B's words"), "newer local is kept");
@@ -578,7 +582,9 @@ fn a_role_is_set_alone_and_reaches_another_machine_by_sync() {
         env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
     }
     let engine = a.engine();
-    let count = |e: &Engine| e.profile_list(&ProfileListRequest { agent_id: Some("mcoda_qa".into()) }).unwrap();
+    let count = |e: &Engine| {
+        e.profile_list(&ProfileListRequest { agent_id: Some("mcoda_qa".into()), ..Default::default() }).unwrap()
+    };
     let before = count(&engine);
     let stamp = |e: &Engine| {
         let agents = e.profile_list(&ProfileListRequest::default()).unwrap().agents;
@@ -972,7 +978,8 @@ fn a_bad_manifest_is_refused_whole_or_row_by_row() {
     let r = engine.profile_import(&f).unwrap();
     assert_eq!(r.added, 1);
     assert_eq!(r.rejected.len(), 4, "{r:?}");
-    let frank = engine.profile_list(&ProfileListRequest { agent_id: Some("frank".into()) }).unwrap();
+    let frank =
+        engine.profile_list(&ProfileListRequest { agent_id: Some("frank".into()), ..Default::default() }).unwrap();
     assert_eq!(frank.preferences[0].source, PreferenceSource::Import, "no source in the manifest");
 }
 
@@ -1037,7 +1044,8 @@ fn import_refuses_devices_and_non_text_and_keeps_one_spelling_per_id() {
     )
     .unwrap();
     engine.profile_import(&f).unwrap();
-    let frank = engine.profile_list(&ProfileListRequest { agent_id: Some("frank".into()) }).unwrap();
+    let frank =
+        engine.profile_list(&ProfileListRequest { agent_id: Some("frank".into()), ..Default::default() }).unwrap();
     let rows: Vec<(&str, &str)> = frank.preferences.iter().map(|p| (p.id.as_str(), p.content.as_str())).collect();
     assert_eq!(rows, [(id, "Use tabs, width 8")], "one row, the newest text");
     // A removal spelled in upper case removes it too.
@@ -1088,7 +1096,8 @@ fn one_writer_at_a_time_and_readers_are_never_blocked() {
     let tx = holder.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).unwrap();
     tx.execute("UPDATE agents SET role = 'changing' WHERE id = 'team'", []).unwrap();
     let started = std::time::Instant::now();
-    let read = env.engine().profile_list(&ProfileListRequest { agent_id: Some("team".into()) }).unwrap();
+    let read =
+        env.engine().profile_list(&ProfileListRequest { agent_id: Some("team".into()), ..Default::default() }).unwrap();
     assert!(started.elapsed() < std::time::Duration::from_secs(2), "a reader waited for the writer");
     assert_ne!(read.agents.iter().find(|a| a.id == "team").unwrap().role, "changing", "it reads the last commit");
     drop(tx);
@@ -1107,7 +1116,8 @@ fn one_writer_at_a_time_and_readers_are_never_blocked() {
         let c = c.unwrap();
         assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
     }
-    let gina = engine.profile_list(&ProfileListRequest { agent_id: Some("gina".into()) }).unwrap();
+    let gina =
+        engine.profile_list(&ProfileListRequest { agent_id: Some("gina".into()), ..Default::default() }).unwrap();
     assert_eq!(gina.preferences.len(), 4);
 }
 

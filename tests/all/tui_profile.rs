@@ -8,7 +8,10 @@ use docdex::engine::protocol::{Category, Preference, ProfileListRequest};
 use docdex::tui::event::{ProfileJob, Request};
 
 fn prefs_of(h: &Harness, agent: &str) -> Vec<Preference> {
-    h.engine.profile_list(&ProfileListRequest { agent_id: Some(agent.into()) }).expect("list").preferences
+    h.engine
+        .profile_list(&ProfileListRequest { agent_id: Some(agent.into()), ..Default::default() })
+        .expect("list")
+        .preferences
 }
 
 fn profile_jobs(reqs: &[Request]) -> Vec<ProfileJob> {
@@ -49,7 +52,7 @@ fn profile_pane_lists_agents_and_their_preferences_by_category() {
         agent: Some("mcoda_backend".into()),
         result: h
             .engine
-            .profile_list(&ProfileListRequest { agent_id: Some("mcoda_backend".into()) })
+            .profile_list(&ProfileListRequest { agent_id: Some("mcoda_backend".into()), ..Default::default() })
             .map_err(|e| e.to_string()),
     }));
     let s = h.screen(120, 40);

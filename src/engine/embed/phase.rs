@@ -134,7 +134,10 @@ impl Engine {
             }
         }
         if todo.is_empty() {
-            s.chunks = store.as_ref().map(|st| st.counts().map(|c| c.1)).transpose()?.unwrap_or(0);
+            match store.as_ref() {
+                Some(st) => s.chunks = st.counts()?.1,
+                None => return Ok(self.nothing_to_embed(s, stop)),
+            }
             return Ok(s);
         }
         let dim = match self.probe_dimensions(stop) {
@@ -154,6 +157,20 @@ impl Engine {
         store.trim_cache()?;
         s.chunks = store.counts()?.1;
         Ok(s)
+    }
+
+    /// A repository with no chunk and no vectors yet (an empty one): the summary names the
+    /// model only when it answers. "embedded 0 chunks with nomic-embed-text" was said with the
+    /// embedder down, where a repository with files said "embeddings skipped: cannot reach ...".
+    fn nothing_to_embed(&self, mut s: EmbedSummary, stop: &AtomicBool) -> EmbedSummary {
+        match self.probe_dimensions(stop) {
+            Ok(Some(dim)) => {
+                s.dim = Some(dim);
+                s
+            }
+            Ok(None) => stopped_before_start(s),
+            Err(why) => unavailable(s, &why),
+        }
     }
 
     /// One probe decides whether the embedder is there at all: its vectors' length, or why not

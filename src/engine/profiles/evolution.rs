@@ -733,6 +733,7 @@ impl Engine {
             if let Some(same) = kept_same_text(w.conn(), &p)? {
                 return Ok(Err(Skipped::Repeat(same)));
             }
+            self.profile_room(w.conn(), &p.agent_id)?;
             let created = w.ensure_agent(&p.agent_id, "", now, 0)?;
             w.insert(&p)?;
             Ok(Ok(created))

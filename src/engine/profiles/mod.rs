@@ -25,6 +25,7 @@ use crate::engine::sqlite::id_by_prefix;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use rusqlite::Connection;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use store::Write;
@@ -172,26 +173,98 @@ impl Engine {
             .or_else(|| Some(store::agent_key(&self.config().memory.profile.default_agent)).filter(|a| !a.is_empty()))
     }
 
-    /// Every agent, and one agent's preferences when named.
+    /// Every agent, and one page of one agent's preferences when named (`limit`, default
+    /// [`DEFAULT_LIST`], at most [`MAX_LIST`]; `after` the last id of the previous page): the
+    /// whole list of an agent of 60,000 preferences was one 10.9 MB answer.
     pub fn profile_list(&self, req: &ProfileListRequest) -> Result<ProfileListResponse> {
         let agent = req.agent_id.as_deref().map(store::agent_key).filter(|a| !a.is_empty());
         let agent = agent.as_deref();
         if let Some(a) = agent {
             self.profile_agent_exists(a)?;
         }
-        let (agents, preferences) = self.profile_read(|c| {
-            let prefs = match agent {
-                Some(a) => store::preferences_of(c, &[a])?,
-                None => Vec::new(),
+        let after = req.after.as_deref().map(str::trim).filter(|a| !a.is_empty());
+        let (limit, cut) = list_limit(req.limit)?;
+        let (agents, page) = self.profile_read(|c| {
+            let page = match agent {
+                Some(a) => Some(list_page(c, a, after, limit)?),
+                None if after.is_some() => {
+                    return Err(Error::BadRequest(
+                        "`after` pages one agent's preferences: name the agent too (agent_id, --agent)".into(),
+                    ))
+                }
+                None => None,
             };
-            Ok((store::agents(c)?, prefs))
+            Ok((store::agents(c)?, page))
         })?;
-        Ok(ProfileListResponse {
+        let mut resp = ProfileListResponse {
             schema_version: PROFILE_SCHEMA_VERSION,
             agents,
-            preferences,
+            preferences: Vec::new(),
             db: self.profile_db_path(),
-        })
+            total: None,
+            next_after: None,
+            max_per_agent: self.profile_cap(),
+            note: (cut && agent.is_some())
+                .then(|| format!("a page holds at most {MAX_LIST} preferences; this one answers {MAX_LIST}")),
+        };
+        if let (Some(a), Some((prefs, more))) = (agent, page) {
+            let total = resp.agents.iter().find(|s| s.id == a).map_or(0, |s| s.preference_count);
+            resp.next_after = more.then(|| prefs.last().map(|p| p.id.clone())).flatten();
+            if let Some(next) = &resp.next_after {
+                let paged = format!(
+                    "{} of {a}'s {total} preferences; `docdex profile list --agent {a} --after {next}` (`after` over HTTP) lists the next",
+                    prefs.len()
+                );
+                resp.note = Some(resp.note.map_or(paged.clone(), |n| format!("{n}; {paged}")));
+            }
+            resp.total = Some(total);
+            resp.preferences = prefs;
+        }
+        Ok(resp)
+    }
+
+    /// The most preferences one agent keeps (`[memory.profile] max_preferences_per_agent`).
+    pub fn profile_cap(&self) -> u64 {
+        u64::from(self.config().memory.profile.max_preferences_per_agent).max(1)
+    }
+
+    /// Refuses an import that left an agent over [`Engine::profile_cap`] with more preferences
+    /// than it had (`before`), naming each such agent; the caller's transaction is then rolled
+    /// back, so nothing of the manifest is stored. An agent over the cap already (a database
+    /// of an older docdex) may still take updates and removals that do not grow it.
+    fn profile_import_room(&self, conn: &Connection, path: &Path, before: &BTreeMap<String, u64>) -> Result<()> {
+        let cap = self.profile_cap();
+        let over: Vec<(String, u64, u64)> = store::counts(conn)?
+            .into_iter()
+            .filter_map(|(a, n)| {
+                let had = before.get(&a).copied().unwrap_or(0);
+                (n > cap && n > had).then_some((a, had, n))
+            })
+            .collect();
+        let Some((first, _, _)) = over.first() else { return Ok(()) };
+        let each: Vec<String> =
+            over.iter().take(5).map(|(a, had, n)| format!("{a} would hold {n} (holds {had})")).collect();
+        let more = if over.len() > 5 { format!(" and {} more agents", over.len() - 5) } else { String::new() };
+        Err(Error::BadRequest(format!(
+            "{} not imported (nothing of it was stored): one agent keeps at most {cap} preferences, and {}{more}. For {first}: {}, then import again; or leave preferences out of the manifest",
+            path.display(),
+            each.join(", "),
+            make_room(first)
+        )))
+    }
+
+    /// Refuses one more preference for `agent` when it holds [`Engine::profile_cap`] already,
+    /// saying how many it holds and what to do; nothing stored is touched.
+    pub(crate) fn profile_room(&self, conn: &Connection, agent: &str) -> Result<()> {
+        let cap = self.profile_cap();
+        let held = store::count_of(conn, agent)?;
+        if held < cap {
+            return Ok(());
+        }
+        Err(Error::BadRequest(format!(
+            "agent {agent} already keeps {held} preferences, the most one agent keeps ({cap}); nothing added: {}",
+            make_room(agent)
+        )))
     }
 
     /// Fails with the known agents when `agent` does not exist ([`Error::UnknownAgent`]).
@@ -267,6 +340,7 @@ impl Engine {
             {
                 return Err(repeated(&same, "nothing added"));
             }
+            self.profile_room(w.conn(), &preference.agent_id)?;
             let before = store::agent(w.conn(), &preference.agent_id)?;
             let stamp = if role.is_some() { now } else { 0 };
             let created = w.ensure_agent(&preference.agent_id, role.as_deref().unwrap_or(""), now, stamp)?;
@@ -556,7 +630,10 @@ impl Engine {
             removals: removals.as_deref(),
         };
         self.profile_write(|w| {
+            let before = store::counts(w.conn())?;
             merge(w, &rows, &mut report)?;
+            // All or nothing: an agent the merge takes past the cap fails the transaction.
+            self.profile_import_room(w.conn(), path, &before)?;
             // Applied above however old (an older removal still beats an older row); kept up
             // to the bound, the horizon standing for the ones dropped.
             w.bound_removals(MAX_KEPT_REMOVALS)
@@ -668,6 +745,55 @@ fn parse_manifest(path: &Path, text: &str, rejected: &mut Vec<RejectedRow>) -> R
         tombstones: typed_rows(rows.tombstones, "a removal", rejected),
         removed_agents: rows.removed_agents.map(|r| typed_rows(r, "an agent removal", rejected)),
     })
+}
+
+/// Preferences one list page answers when no `limit` is given (as repository memory's list).
+pub const DEFAULT_LIST: usize = 50;
+/// Preferences one list page answers at most: 200 of at most 4 KiB of text each, under 1 MiB.
+pub const MAX_LIST: usize = 200;
+
+/// The page size `limit` asks for, and whether it was cut to [`MAX_LIST`]; 0 is refused.
+fn list_limit(limit: Option<usize>) -> Result<(usize, bool)> {
+    match limit {
+        Some(0) => {
+            Err(Error::BadRequest("limit 0 asks for no preference: give 1 to 200 (or leave it out for 50)".into()))
+        }
+        Some(n) if n > MAX_LIST => Ok((MAX_LIST, true)),
+        Some(n) => Ok((n, false)),
+        None => Ok((DEFAULT_LIST, false)),
+    }
+}
+
+/// One page of `agent`'s preferences after the one `after` names, and whether more follow.
+fn list_page(conn: &Connection, agent: &str, after: Option<&str>, limit: usize) -> Result<(Vec<Preference>, bool)> {
+    let cursor = match after {
+        None => None,
+        Some(id) => match store::preference(conn, id)? {
+            Some(p) if p.agent_id == agent => Some(p),
+            Some(p) => {
+                return Err(Error::BadRequest(format!(
+                    "preference {id} is {}'s, not {agent}'s: `after` takes the `next_after` of a page of {agent}'s list",
+                    p.agent_id
+                )))
+            }
+            None => {
+                return Err(Error::NotFound(format!(
+                    "no preference {id} to list after (removed meanwhile?); list {agent}'s preferences again from the start"
+                )))
+            }
+        },
+    };
+    let mut prefs = store::preferences_page(conn, agent, cursor.as_ref(), limit + 1)?;
+    let more = prefs.len() > limit;
+    prefs.truncate(limit);
+    Ok((prefs, more))
+}
+
+/// What to do when an agent is full: remove preferences, or raise the setting.
+fn make_room(agent: &str) -> String {
+    format!(
+        "remove ones it no longer needs (`docdex profile list --agent {agent}`, `docdex profile remove ID`) or raise `[memory.profile] max_preferences_per_agent` (`docdex config`)"
+    )
 }
 
 /// What a manifest looks like, for the messages that refuse a file of another shape.

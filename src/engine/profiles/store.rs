@@ -162,14 +162,64 @@ pub fn preferences_of(conn: &Connection, agents: &[&str]) -> Result<Vec<Preferen
         out.extend(prefs(
             conn,
             &format!(
-                "SELECT {PREF_COLUMNS} FROM preferences WHERE agent_id = ?1 ORDER BY
-                 CASE category WHEN 'style' THEN 0 WHEN 'tooling' THEN 1 WHEN 'constraint' THEN 2 ELSE 3 END,
-                 last_updated DESC, id"
+                "SELECT {PREF_COLUMNS} FROM preferences WHERE agent_id = ?1 ORDER BY {CATEGORY_RANK}, last_updated DESC, id"
             ),
             &[&a],
         )?);
     }
     Ok(out)
+}
+
+/// The order an agent's preferences are listed in: by category, newest first, then by id.
+const CATEGORY_RANK: &str =
+    "CASE category WHEN 'style' THEN 0 WHEN 'tooling' THEN 1 WHEN 'constraint' THEN 2 ELSE 3 END";
+
+/// Up to `take` of `agent`'s preferences in [`preferences_of`]'s order, from the one after
+/// `after` (a preference of that agent): a keyset page, so a page deep in a long list costs
+/// what the first does and a preference added meanwhile never shifts one into two pages.
+pub fn preferences_page(
+    conn: &Connection,
+    agent: &str,
+    after: Option<&Preference>,
+    take: usize,
+) -> Result<Vec<Preference>> {
+    let agent = agent_key(agent);
+    let take = take as i64;
+    let order = format!("ORDER BY {CATEGORY_RANK}, last_updated DESC, id LIMIT");
+    match after {
+        None => prefs(
+            conn,
+            &format!("SELECT {PREF_COLUMNS} FROM preferences WHERE agent_id = ?1 {order} ?2"),
+            &[&agent, &take],
+        ),
+        Some(c) => {
+            let rank = Category::ALL.iter().position(|x| *x == c.category).unwrap_or(0) as i64;
+            prefs(
+                conn,
+                &format!(
+                    "SELECT {PREF_COLUMNS} FROM preferences WHERE agent_id = ?1 AND ({CATEGORY_RANK} > ?2
+                     OR ({CATEGORY_RANK} = ?2 AND (last_updated < ?3 OR (last_updated = ?3 AND id > ?4)))) {order} ?5"
+                ),
+                &[&agent, &rank, &c.last_updated, &c.id, &take],
+            )
+        }
+    }
+}
+
+/// How many preferences each agent holds (agents with none are left out).
+pub fn counts(conn: &Connection) -> Result<BTreeMap<String, u64>> {
+    let mut st =
+        conn.prepare_cached("SELECT agent_id, COUNT(*) FROM preferences GROUP BY agent_id").map_err(err(conn))?;
+    let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))).map_err(err(conn))?;
+    rows.map(|r| r.map(|(a, n)| (a, n.max(0) as u64))).collect::<rusqlite::Result<_>>().map_err(err(conn))
+}
+
+/// How many preferences `agent` holds.
+pub fn count_of(conn: &Connection, agent: &str) -> Result<u64> {
+    let n: i64 = conn
+        .query_row("SELECT COUNT(*) FROM preferences WHERE agent_id = ?1", [agent_key(agent)], |r| r.get(0))
+        .map_err(err(conn))?;
+    Ok(n.max(0) as u64)
 }
 
 /// The agent's preference (other than `except`) whose text is `content`'s, letter case,

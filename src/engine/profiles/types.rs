@@ -140,6 +140,14 @@ pub struct ProfileListRequest {
     /// Also list this agent's preferences.
     #[serde(default)]
     pub agent_id: Option<String>,
+    /// The agent's preferences one page answers: 50 by default, at most 200 (more is cut to
+    /// 200 and `note` says so; 0 is refused).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// The id of the last preference of the previous page (its `next_after`): this page starts
+    /// after it.
+    #[serde(default)]
+    pub after: Option<String>,
 }
 
 /// What profile memory holds.
@@ -149,11 +157,26 @@ pub struct ProfileListResponse {
     pub schema_version: u32,
     /// Every agent, by id.
     pub agents: Vec<AgentSummary>,
-    /// The named agent's preferences by category, newest first within one.
+    /// The named agent's preferences by category, newest first within one: one page of them
+    /// (`limit`, `after`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preferences: Vec<Preference>,
     /// The database.
     pub db: PathBuf,
+    /// With an agent named: how many preferences it holds in all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    /// When more of the agent's preferences follow: the id of the last one answered, to pass
+    /// as `after` (`--after`) for the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_after: Option<String>,
+    /// The most preferences one agent keeps (`[memory.profile] max_preferences_per_agent`).
+    #[serde(default)]
+    pub max_per_agent: u64,
+    /// What a person should know about this page: that it is one of several and how to get
+    /// the next, or that the limit asked for was cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// `profile add`: teach an agent a preference directly, bypassing the evolution pipeline.
