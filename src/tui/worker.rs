@@ -21,7 +21,6 @@ use crate::engine::protocol::{
 };
 use crate::engine::protocol::{CancelToken, FileRequest, ImpactRequest, ImpactResponse, RuleMark, SymbolsRequest};
 use crate::engine::protocol::{FreshEvent, FreshState, WatchReport};
-use crate::engine::protocol::{ProfileListRequest, ProfileListResponse};
 use crate::engine::{Engine, IndexOptions};
 use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
@@ -416,7 +415,7 @@ fn profile_run(engine: &Engine, job: ProfileJob) -> ProfileUpdate {
     let err = |e: crate::error::Error| e.to_string();
     match job {
         ProfileJob::List { agent } => {
-            let result = profile_list_all(engine, agent.clone()).map_err(err);
+            let result = engine.profile_list_whole(agent.clone()).map_err(err);
             ProfileUpdate::Listed { agent, result }
         }
         ProfileJob::Add(req) => ProfileUpdate::Saved(engine.profile_add(&req).map_err(err)),
@@ -426,26 +425,6 @@ fn profile_run(engine: &Engine, job: ProfileJob) -> ProfileUpdate {
         ProfileJob::Export => ProfileUpdate::Exported(engine.profile_export_to(None).map_err(err)),
         ProfileJob::Import(path) => ProfileUpdate::Imported(engine.profile_import(&path).map_err(err)),
     }
-}
-
-/// Every agent, and the named agent's preferences page after page, up to the most one agent
-/// keeps (`[memory.profile] max_preferences_per_agent`): the pane scrolls through them all in
-/// memory, where the HTTP list answers one page, and an agent over the cap (a database of an
-/// older docdex) is shown up to it, its count in the agents column saying how many there are.
-fn profile_list_all(engine: &Engine, agent: Option<String>) -> crate::error::Result<ProfileListResponse> {
-    use crate::engine::profiles::MAX_LIST;
-    let mut req = ProfileListRequest { agent_id: agent, limit: Some(MAX_LIST), after: None };
-    let mut all = engine.profile_list(&req)?;
-    let cap = usize::try_from(all.max_per_agent).unwrap_or(usize::MAX);
-    while let Some(next) = all.next_after.take().filter(|_| all.preferences.len() < cap) {
-        req.after = Some(next);
-        let page = engine.profile_list(&req)?;
-        all.preferences.extend(page.preferences);
-        all.next_after = page.next_after;
-    }
-    all.preferences.truncate(cap);
-    all.note = None;
-    Ok(all)
 }
 
 fn load_repos(engine: &Engine, current: &Path) -> EngineEvent {

@@ -112,6 +112,10 @@ fn an_agent_keeps_at_most_the_cap_and_an_import_past_it_is_refused_whole() {
     let r = tight.profile_import(&manifest(&env2, "b.json", "old", 5, 1_800_000_000_001)).expect("updates only");
     assert_eq!((r.added, r.updated), (0, 5));
     assert!(message(add(&tight, "old", "more").unwrap_err()).contains("already keeps 5 preferences"));
+    // The TUI's whole list stops at the cap; the agent's count still says 5.
+    let whole = tight.profile_list_whole(Some("old".into())).unwrap();
+    assert_eq!(whole.preferences.len(), 3);
+    assert_eq!(whole.agents.iter().find(|a| a.id == "old").map(|a| a.preference_count), Some(5));
 }
 
 #[test]

@@ -223,6 +223,25 @@ impl Engine {
         Ok(resp)
     }
 
+    /// Every agent, and the named agent's preferences page after page up to
+    /// [`Engine::profile_cap`], in one answer: for the TUI's Profile pane, which scrolls through
+    /// them all in memory where HTTP answers one page. An agent over the cap (a database of an
+    /// older docdex) is shown up to it, its count in the agents column saying how many it holds.
+    pub fn profile_list_whole(&self, agent: Option<String>) -> Result<ProfileListResponse> {
+        let mut req = ProfileListRequest { agent_id: agent, limit: Some(MAX_LIST), after: None };
+        let mut all = self.profile_list(&req)?;
+        let cap = usize::try_from(all.max_per_agent).unwrap_or(usize::MAX);
+        while let Some(next) = all.next_after.take().filter(|_| all.preferences.len() < cap) {
+            req.after = Some(next);
+            let page = self.profile_list(&req)?;
+            all.preferences.extend(page.preferences);
+            all.next_after = page.next_after;
+        }
+        all.preferences.truncate(cap);
+        all.note = None;
+        Ok(all)
+    }
+
     /// The most preferences one agent keeps (`[memory.profile] max_preferences_per_agent`).
     pub fn profile_cap(&self) -> u64 {
         u64::from(self.config().memory.profile.max_preferences_per_agent).max(1)
