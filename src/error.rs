@@ -162,6 +162,18 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A folder of an already registered repository asked to be indexed as a repository of its
+    /// own: its files would sit in two indexes. A folder that is its own git top-level (a
+    /// submodule, a nested clone) is a repository and is not refused.
+    #[error("{} lies inside the repository {}, which already indexes it; to search only that folder, filter by its path: `--path {prefix}/` on the command line, alt+p in the workbench", .path.display(), .repo.display())]
+    InsideRepo {
+        /// The folder asked for.
+        path: PathBuf,
+        /// The registered repository around it.
+        repo: PathBuf,
+        /// The folder relative to `repo`.
+        prefix: String,
+    },
     /// Something inside docdex broke (a lock poisoned by a panic elsewhere, a runtime that
     /// did not start): not the caller's fault, and worth reporting.
     #[error("internal error: {0} (a bug in docdex; the log has the details)")]
@@ -409,7 +421,7 @@ impl Error {
                 "path_outside_repo"
             }
             Error::NotServed { .. } => "path_not_served",
-            Error::BadRequest(_) => "bad_request",
+            Error::BadRequest(_) | Error::InsideRepo { .. } => "bad_request",
             Error::UnsafeRoot { .. } => "forbidden_repo",
             Error::Internal(_) => "internal",
             Error::IndexBusy { .. } | Error::ReembedWhileWatched { .. } | Error::GraphBusy { .. } => "index_busy",

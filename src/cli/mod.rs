@@ -471,7 +471,8 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             | Error::NotFound(_)
             | Error::UnknownAgent(_)
             | Error::Conflict(_)
-            | Error::UnsafeRoot { .. },
+            | Error::UnsafeRoot { .. }
+            | Error::InsideRepo { .. },
         ) => 2,
         _ => 1,
     }

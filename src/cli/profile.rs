@@ -3,9 +3,9 @@
 
 use super::output::{count, visible, visible_text, Out};
 use crate::engine::protocol::{
-    now_ms, Category, DagTarget, EvolutionAction, EvolutionOutcome, Preference, ProfileAddRequest, ProfileEditRequest,
-    ProfileListRequest, ProfileRemoveRequest, ProfileRoleRequest, ProfileSearchRequest, ProfileWriteResponse,
-    SavePreferenceRequest,
+    now_ms, Category, DagTarget, EvolutionAction, EvolutionOutcome, Preference, PreferenceSource, ProfileAddRequest,
+    ProfileEditRequest, ProfileListRequest, ProfileRemoveRequest, ProfileRoleRequest, ProfileSearchRequest,
+    ProfileWriteResponse, SavePreferenceRequest,
 };
 use crate::engine::Engine;
 use crate::error::Error;
@@ -404,7 +404,7 @@ fn profile_search(
             out.paint("2", &format!("[{}] {}", p.category, p.agent_id)),
             visible(&p.content)
         ));
-        out.line(&out.paint("2", &format!("       {} · {} · {}", p.id, p.source.name(), age(p.last_updated))));
+        out.line(&out.paint("2", &format!("       {} · {}", p.id, provenance(p))));
     }
     Ok(())
 }
@@ -618,7 +618,17 @@ fn print_preferences(out: &Out, prefs: &[Preference]) {
             (None, Category::Constraint) => " · advice only".to_string(),
             _ => String::new(),
         };
-        out.line(&out.paint("2", &format!("    {} · {} · {}{rule}", p.id, p.source.name(), age(p.last_updated))));
+        out.line(&out.paint("2", &format!("    {} · {}{rule}", p.id, provenance(p))));
+    }
+}
+
+/// `manual · 3 d ago`; a starter preference (`seed`, never edited: an edit makes it `manual`)
+/// reads `built-in`, its time being the defaults' fixed date (`seed · 47 w ago` on a home made a
+/// minute ago, tour18 F12). `--json` keeps the source and the time as stored.
+fn provenance(p: &Preference) -> String {
+    match p.source {
+        PreferenceSource::Seed => "built-in".into(),
+        _ => format!("{} · {}", p.source.name(), age(p.last_updated)),
     }
 }
 

@@ -241,6 +241,21 @@ impl Engine {
         repos::check_servable_root(&repo.root, user_home.as_deref(), &self.inner.paths.home)
     }
 
+    /// Refuses a folder of a registered repository as a repository of its own
+    /// ([`repos::covering_repo`], [`Error::InsideRepo`]): every surface that adds one (`index
+    /// --repo`, the workbench's add prompt, a server's initialize) comes through here.
+    fn check_not_covered(&self, repo: &RepoRef) -> Result<()> {
+        let registered: Vec<PathBuf> =
+            self.inner.registry.list()?.into_iter().filter(|r| !r.missing).map(|r| r.path).collect();
+        match repos::covering_repo(&repo.root, &registered) {
+            Some(outer) => {
+                let prefix = repo.root.strip_prefix(&outer).unwrap_or(&repo.root).to_string_lossy().into_owned();
+                Err(Error::InsideRepo { path: repo.root.clone(), repo: outer, prefix })
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Opens a writer session on a repo (registering it), for one run or a watcher.
     pub fn open_index_session(&self, repo: &RepoRef, rebuild: bool) -> Result<IndexSession> {
         self.open_index_session_with(repo, rebuild, true)
@@ -252,6 +267,7 @@ impl Engine {
         // `/`, the home directory, a system directory or docdex's own home is never indexed:
         // it would read `/etc/shadow` as readily as source, and fill the disk with state.
         self.check_servable(repo)?;
+        self.check_not_covered(repo)?;
         self.inner.registry.ensure(repo)?;
         let mut session =
             IndexSession::open_with(repo, &self.inner.paths.locks(), &self.inner.config.index, rebuild, code)?;

@@ -268,6 +268,17 @@ pub fn enclosing_root(dir: &Path, registered: &[PathBuf]) -> Option<PathBuf> {
     (root != dir && dir.starts_with(&root)).then_some(root)
 }
 
+/// The registered repository strictly above `dir` that already indexes it (the nearest), unless
+/// `dir` is registered itself or is its own git top-level: a submodule or a clone nested in
+/// another checkout is a repository of its own, while a plain folder of one would put its
+/// files in two indexes.
+pub fn covering_repo(dir: &Path, registered: &[PathBuf]) -> Option<PathBuf> {
+    if dir.join(".git").exists() || registered.iter().any(|r| r == dir) {
+        return None;
+    }
+    registered.iter().filter(|r| dir.starts_with(r)).max_by_key(|r| r.components().count()).cloned()
+}
+
 /// Directories that are never a repository, at any depth below them: the system's own state.
 const SYSTEM_TREES: &[&str] = &[
     "/proc",

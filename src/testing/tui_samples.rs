@@ -268,15 +268,12 @@ pub fn overviews(now_ms: u64) -> Vec<RepoOverview> {
     watched.watching = true;
     watched.writer_pid = Some(4343);
     watched.last_event = Some(LastEvent { kind: "modify".into(), path: "src/cart.rs".into(), at: now_ms - 8_000 });
+    // Not watched, indexed 20 min ago: the column names the index run's last file as such.
+    let mut tools = base("/work/code/tools", RepoState::Ready, 312, 2_041, Some(1_200_000));
+    tools.last_event = Some(LastEvent { kind: "create".into(), path: "bin/release.sh".into(), at: now_ms - 1_200_000 });
     let mut gone = base("/work/old/prototype", RepoState::Ready, 77, 310, Some(40 * 86_400_000));
     gone.exists = false;
-    vec![
-        base("/work/code/docs-site", RepoState::NotIndexed, 0, 0, None),
-        indexing,
-        gone,
-        watched,
-        base("/work/code/tools", RepoState::Ready, 312, 2_041, Some(3_600_000 * 5)),
-    ]
+    vec![base("/work/code/docs-site", RepoState::NotIndexed, 0, 0, None), indexing, gone, watched, tools]
 }
 
 /// A search response with `n` hits over made-up files, as the engine would return it.

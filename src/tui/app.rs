@@ -1356,7 +1356,15 @@ impl App {
     ) -> Option<(u16, u16)> {
         let t = &self.theme;
         let (title, hint) = prompt_texts(kind);
-        let r = centered(area, area.width.saturating_sub(8).min(72), 7);
+        let (msg, style) = match error {
+            Some(e) => (e, t.style(Slot::Error)),
+            None => (hint, t.style(Slot::Muted)),
+        };
+        // The box grows for a message longer than 3 rows (an engine refusal with its advice),
+        // up to 8; what still does not fit ends in `…` rather than stopping mid-sentence.
+        let width = area.width.saturating_sub(8).min(72);
+        let mut lines = widgets::wrap(msg, (width as usize).saturating_sub(3));
+        let r = centered(area, width, lines.len().clamp(3, 8) as u16 + 4);
         Clear.render(r, buf);
         let block = frame(title, true, t);
         let inner = block.inner(r);
@@ -1381,11 +1389,12 @@ impl App {
         if let Some((items, pick)) = offered {
             buf.set_line(inner.x + 1, inner.y + 1, &completion_line(items, pick, t), inner.width.saturating_sub(2));
         }
-        let (msg, style) = match error {
-            Some(e) => (e, t.style(Slot::Error)),
-            None => (hint, t.style(Slot::Muted)),
-        };
-        for (k, l) in widgets::wrap(msg, inner.width as usize - 1).iter().take(3).enumerate() {
+        let rows = inner.height.saturating_sub(2) as usize;
+        if lines.len() > rows && rows > 0 {
+            let last = format!("{} …", lines[rows - 1]);
+            lines[rows - 1] = widgets::truncate(&last, inner.width as usize - 1);
+        }
+        for (k, l) in lines.iter().take(rows).enumerate() {
             buf.set_line(
                 inner.x + 1,
                 inner.y + 2 + k as u16,

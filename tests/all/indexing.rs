@@ -1103,3 +1103,38 @@ fn bytes_read_leave_out_files_deleted_before_they_were_read() {
     assert!(s.vanished > 0, "no file vanished mid-run, the test proves nothing: {s:?}");
     assert_eq!(s.bytes_read + s.vanished * size, 3000 * size, "{s:?}");
 }
+
+/// tour18 F13: a folder of a registered repository was accepted as a repository of its own,
+/// its files then in two indexes. Refused, saying which repository covers it and how to search
+/// only the folder; a nested git repository (its own top-level) is a repository and is
+/// indexed with no word about it; a repository registered before keeps being re-indexed.
+#[test]
+fn a_folder_of_a_registered_repository_is_refused_unless_it_is_its_own_git_repository() {
+    use crate::util::git;
+    let env = Env::new();
+    let proj = env.repo("proj");
+    sample_repo(&proj);
+    write(&proj, "vendor/lib/lib.rs", "fn okapi_vendored() {}\n");
+    git(&proj, &["init", "-q"]);
+    let out = env.run(&["index", "--repo", proj.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let proj = std::fs::canonicalize(&proj).unwrap();
+    let sub = proj.join("src/auth");
+    let out = env.run(&["index", "--repo", sub.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let expected = format!("{} lies inside the repository {}, which already indexes it", sub.display(), proj.display());
+    assert!(err.contains(&expected), "{err}");
+    assert!(err.contains("--path src/auth/"), "how to search only the folder: {err}");
+    let repos = env.json(&["repo", "list", "--json"]);
+    assert_eq!(repos["repos"].as_array().map(Vec::len), Some(1), "nothing registered: {repos}");
+    // A nested git repository is its own: indexed, no warning.
+    let nested = proj.join("vendor/lib");
+    git(&nested, &["init", "-q"]);
+    let out = env.run(&["index", "--repo", nested.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("lies inside"), "{err}");
+    // The engine refuses it whatever the surface (the workbench's add prompt goes through it).
+    let refused = env.engine().index(&proj.join("web"), &IndexOptions::default(), &quiet());
+    assert!(matches!(refused, Err(docdex::Error::InsideRepo { .. })), "{refused:?}");
+}

@@ -1655,3 +1655,22 @@ fn profile_export_refuses_an_out_path_in_a_missing_directory() {
     assert!(env.run(&["profile", "export", "--out", ok.to_str().unwrap()]).status.success());
     assert!(env.engine().profile_export_to(None).unwrap().path.is_file(), "the default sync dir is created");
 }
+
+/// tour18 F12: the starter preferences read `seed · 47 w ago` on a home made a minute ago (their
+/// time is the defaults' fixed date). They read `built-in`; one added here keeps its source and
+/// age, and `--json` keeps the stored source and time.
+#[test]
+fn starter_preferences_are_listed_as_built_in_not_aged_from_the_defaults_date() {
+    let env = Env::new();
+    let out =
+        env.run(&["profile", "add", "--agent", "mcoda_backend", "--category", "style", "Name booleans as questions"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = env.run(&["profile", "list", "--agent", "mcoda_backend"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(" · built-in") && !text.contains("seed"), "{text}");
+    assert!(text.contains(" · manual · just now"), "{text}");
+    let v = env.json(&["profile", "list", "--agent", "mcoda_backend", "--json"]);
+    let prefs = v["preferences"].as_array().expect("preferences");
+    assert!(prefs.iter().any(|p| p["source"] == "seed" && p["last_updated"].as_i64().is_some()), "{v}");
+}

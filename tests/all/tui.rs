@@ -713,6 +713,45 @@ fn an_added_repository_the_engine_refuses_reopens_the_prompt_with_the_text() {
     assert!(shows(&s, &typed), "what was typed is back: {s}");
 }
 
+/// tour18 F9: with no watcher the column showed the index run's last file as `no watcher; last:
+/// create app.ts`, which read as a watcher's event. It says the watcher is off and that the run
+/// indexed the file.
+#[test]
+fn without_a_watcher_the_watcher_column_says_off_and_what_the_index_run_indexed() {
+    let mut h = Harness::new().started();
+    h.alt('1');
+    h.pump();
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "off · indexed app.ts just now"), "{s}");
+    assert!(shows(&s, "watcher: off · indexed app.ts"), "the details line too: {s}");
+    assert!(!shows(&s, "create app.ts") && !shows(&s, "no watcher"), "{s}");
+}
+
+/// tour18 F13: a folder of the repository the workbench works on was accepted as another
+/// repository, its files then in two indexes. The engine refuses it; the prompt comes back with
+/// what was typed, which repository covers the folder and how to search only it.
+#[test]
+fn adding_a_folder_of_a_registered_repository_is_refused_with_how_to_search_only_it() {
+    let mut h = Harness::new().started();
+    let folder = h.repo.join("src/auth");
+    h.alt('1');
+    h.key(KeyCode::Char('a'));
+    let typed = folder.to_str().expect("utf8").to_string();
+    h.typ(&typed);
+    h.key(KeyCode::Enter);
+    let reqs = h.requests();
+    let [index @ Request::Index { .. }] = reqs.as_slice() else { panic!("{reqs:?}") };
+    for e in docdex::tui::worker::run_sync(&h.engine, index.clone()) {
+        h.engine_event(e);
+    }
+    assert!(h.app.prompt_open(), "the refusal reopens the prompt");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "lies inside the repository") && shows(&s, "which already indexes it"), "{s}");
+    assert!(shows(&s, "--path src/auth/") && shows(&s, "alt+p in the workbench"), "{s}");
+    assert!(shows(&s, &typed), "what was typed is back: {s}");
+    assert_eq!(h.engine.list_repos().expect("list").len(), 1, "nothing registered");
+}
+
 #[test]
 fn enter_on_a_repo_switches_and_searches_it() {
     let mut h = Harness::new().started();

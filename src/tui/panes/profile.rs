@@ -6,10 +6,10 @@
 
 use super::{Cx, Pane, PaneId, RenderCtx};
 use crate::engine::protocol::{
-    category_behaviour, settle_rule, AgentSummary, Category, Preference, PreferenceHit, ProfileAddRequest,
-    ProfileEditRequest, ProfileExportResponse, ProfileImportResponse, ProfileListResponse, ProfileRemoveRequest,
-    ProfileRemoveResponse, ProfileSearchRequest, ProfileSearchResponse, ProfileWriteResponse, RecallMode,
-    CHANGED_MEANWHILE,
+    category_behaviour, settle_rule, AgentSummary, Category, Preference, PreferenceHit, PreferenceSource,
+    ProfileAddRequest, ProfileEditRequest, ProfileExportResponse, ProfileImportResponse, ProfileListResponse,
+    ProfileRemoveRequest, ProfileRemoveResponse, ProfileSearchRequest, ProfileSearchResponse, ProfileWriteResponse,
+    RecallMode, CHANGED_MEANWHILE,
 };
 use crate::tui::action::Level;
 use crate::tui::event::{EngineEvent, ProfileJob, ProfileUpdate, Request};
@@ -149,6 +149,16 @@ impl Default for ProfilePane {
     }
 }
 
+/// A row's ` source · age`. A starter preference (`seed`, shipped in the binary and never edited
+/// here: editing one makes it `manual`) reads ` built-in`: its time is the defaults' fixed date,
+/// and `seed · 47w ago` on a home made a minute ago read as if it had been there for a year.
+fn provenance(p: &Preference, now_ms: u64) -> String {
+    match p.source {
+        PreferenceSource::Seed => " built-in".into(),
+        _ => format!(" {} · {}", p.source.name(), age(now_ms, p.last_updated)),
+    }
+}
+
 /// How long ago `then` was, in a few characters ("just now", "5m", "3h", "2d", "7w"): the
 /// preference list's narrow column; elsewhere [`crate::engine::protocol::ago`] says it in words.
 pub fn age(now_ms: u64, then_ms: i64) -> String {
@@ -281,12 +291,17 @@ impl ProfilePane {
         if form.saving {
             return;
         }
+        // A refused `enter` says so in the status line too: the form's ✗ line alone read as if
+        // the key did nothing. The form stays open with everything typed.
         let content = form.text.text().trim().to_string();
         if content.is_empty() {
             form.error = Some("type the preference first: what should the agent do?".into());
+            form.field = Field::Text;
+            cx.notify(Level::Warn, "not saved: the text is empty; type what the agent should do, then enter");
             return;
         }
         if let Err(e) = form.verdict() {
+            cx.notify(Level::Warn, format!("not saved: {e}; fix or clear the rule field, then enter"));
             form.error = Some(e);
             form.field = Field::Rule;
             return;
@@ -635,7 +650,7 @@ impl ProfilePane {
                 (None, Category::Constraint) => " [advice only]".into(),
                 (None, _) => String::new(),
             };
-            let mut tail = format!(" {} · {}", p.source.name(), age(cx.epoch_ms, p.last_updated));
+            let mut tail = provenance(p, cx.epoch_ms);
             let lead = match &score {
                 Some(s) => format!("  {s}{} ", p.category),
                 None => "   ".into(),
@@ -667,7 +682,12 @@ impl ProfilePane {
     fn render_prefs(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) {
         let t = cx.theme;
         let focused = cx.focused && self.column == Column::Preferences && matches!(self.form, Form::None);
-        let block = frame(self.title(), focused, t);
+        // A long role is cut at the frame's corner with `…`, not mid-word with no sign of it.
+        let max = (area.width as usize).saturating_sub(4);
+        let title = self.title();
+        let title =
+            if widgets::width(title.trim()) > max { format!(" {} ", truncate(title.trim(), max)) } else { title };
+        let block = frame(title, focused, t);
         let inner = block.inner(area);
         block.render(area, buf);
         if inner.height == 0 || inner.width < 10 {

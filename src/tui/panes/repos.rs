@@ -5,7 +5,9 @@
 
 use super::{Cx, Pane, PaneId, RenderCtx};
 use crate::engine::protocol::ago;
-use crate::engine::protocol::{FirstRunEnd, IndexProgress, IndexSummary, ProgressUnit, RepoOverview, RepoState};
+use crate::engine::protocol::{
+    FirstRunEnd, IndexProgress, IndexSummary, LastEvent, ProgressUnit, RepoOverview, RepoState,
+};
 use crate::tui::action::{Action, Level, PromptKind};
 use crate::tui::event::{EngineEvent, Request, WatchActivity};
 use crate::tui::keymap::Command;
@@ -104,25 +106,28 @@ impl ReposPane {
         }
     }
 
+    /// The watcher column. Without a watcher the last change recorded is what the last index
+    /// run saw, not a watcher's event (`no watcher; last: create index.js` read as one): it says
+    /// the watcher is off and that the run indexed the file (`off · indexed index.js 38 s ago`,
+    /// `off · dropped old.js 2 min ago`).
     fn watch_text(r: &RepoOverview, now_ms: u64) -> String {
-        // Without a watcher, the last change is what the last index run saw, not an event.
-        let mut s = if r.watching { "watching".to_string() } else { "no watcher; last".to_string() };
-        if r.watching && r.queued > 0 {
+        let recent = r.last_event.as_ref().filter(|e| r.watching || now_ms.saturating_sub(e.at) < 3_600_000);
+        let name = |e: &LastEvent| e.path.rsplit('/').next().unwrap_or(&e.path).to_string();
+        if !r.watching {
+            return match recent {
+                Some(e) if e.kind == "delete" => format!("off · dropped {} {}", name(e), ago(now_ms, e.at)),
+                Some(e) => format!("off · indexed {} {}", name(e), ago(now_ms, e.at)),
+                None => "off".into(),
+            };
+        }
+        let mut s = "watching".to_string();
+        if r.queued > 0 {
             s.push_str(&format!(" ({} queued)", r.queued));
         }
-        if let Some(e) = &r.last_event {
-            if r.watching || now_ms.saturating_sub(e.at) < 3_600_000 {
-                let name = e.path.rsplit('/').next().unwrap_or(&e.path);
-                let sep = if r.watching { " · " } else { ": " };
-                s.push_str(&format!("{sep}{} {} {}", e.kind, name, ago(now_ms, e.at)));
-                return s;
-            }
+        if let Some(e) = recent {
+            s.push_str(&format!(" · {} {} {}", e.kind, name(e), ago(now_ms, e.at)));
         }
-        if r.watching {
-            s
-        } else {
-            "—".into()
-        }
+        s
     }
 }
 

@@ -743,7 +743,7 @@ fn hit_lines(hit: &SearchHit, w: usize, t: &crate::tui::theme::Theme) -> (Line<'
     if pos < text.len() && text.is_char_boundary(pos) {
         spans.push(Span::styled(crate::tui::highlight::sanitize(&text[pos..]), t.style(Slot::SearchSnippet)));
     }
-    (head, Line::from(spans))
+    (head, Line::from(widgets::truncate_spans(spans, w)))
 }
 
 /// The two lines of a symbol hit.

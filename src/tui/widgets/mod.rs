@@ -59,6 +59,42 @@ pub fn truncate(s: &str, max: usize) -> String {
     out
 }
 
+/// Cuts a line of styled spans to at most `max` cells, ending in `…` (in the style of the span
+/// it ends in) when cut: a snippet drawn past its column was cut by the frame mid-word with no
+/// sign that more followed. Widths are terminal cells, so a wide (CJK, emoji) character that
+/// would straddle the edge is left out whole.
+pub fn truncate_spans(spans: Vec<Span<'static>>, max: usize) -> Vec<Span<'static>> {
+    if spans.iter().map(|s| width(&s.content)).sum::<usize>() <= max {
+        return spans;
+    }
+    let mut out = Vec::new();
+    let mut left = max;
+    for span in spans {
+        let w = width(&span.content);
+        if w < left {
+            left -= w;
+            out.push(span);
+            continue;
+        }
+        if left > 0 {
+            let mut cut = String::new();
+            let mut used = 0;
+            for c in span.content.chars() {
+                let cw = c.width().unwrap_or(0);
+                if used + cw > left - 1 {
+                    break;
+                }
+                cut.push(c);
+                used += cw;
+            }
+            cut.push('…');
+            out.push(Span::styled(cut, span.style));
+        }
+        break;
+    }
+    out
+}
+
 /// Cuts `s` from the left to at most `max` cells (`…/auth/session.rs`), keeping the end of paths.
 pub fn truncate_left(s: &str, max: usize) -> String {
     if width(s) <= max {
@@ -315,6 +351,25 @@ fn truncate_exact(s: &str, w: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// tour18 F14: a snippet line is cut at the width with `…`, counting wide characters as two
+    /// cells (a CJK character that would straddle the edge is left out, never half drawn).
+    #[test]
+    fn styled_spans_are_cut_at_the_display_width_with_an_ellipsis() {
+        use ratatui::style::Style;
+        let text = |spans: &[Span<'_>]| spans.iter().map(|s| s.content.to_string()).collect::<String>();
+        let line = || vec![Span::raw("   "), Span::styled("会话", Style::new().bold()), Span::raw(" expires")];
+        assert_eq!(text(&truncate_spans(line(), 15)), "   会话 expires", "fits: unchanged");
+        let cut = truncate_spans(line(), 10);
+        assert_eq!(text(&cut), "   会话 e…");
+        assert_eq!(width(&text(&cut)), 10);
+        // The cut falls inside the wide characters: the second would need cells 6-7, so it goes.
+        let cut = truncate_spans(line(), 7);
+        assert_eq!(text(&cut), "   会…");
+        assert!(width(&text(&cut)) <= 7);
+        assert_eq!(cut[1].style, Style::new().bold(), "the ellipsis keeps the style it ends in");
+        assert!(truncate_spans(line(), 0).is_empty());
+    }
 
     #[test]
     fn a_title_drops_its_least_important_parts_before_it_is_cut() {
