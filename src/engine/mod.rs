@@ -241,19 +241,20 @@ impl Engine {
         repos::check_servable_root(&repo.root, user_home.as_deref(), &self.inner.paths.home)
     }
 
-    /// Refuses a folder of a registered repository as a repository of its own
-    /// ([`repos::covering_repo`], [`Error::InsideRepo`]): every surface that adds one (`index
+    /// Refuses a folder of a registered repository as a repository of its own, unless that
+    /// repository's walk leaves it out ([`repos::covering_repo`], [`Error::InsideRepo`]): every surface that adds one (`index
     /// --repo`, the workbench's add prompt, a server's initialize) comes through here.
     fn check_not_covered(&self, repo: &RepoRef) -> Result<()> {
         let registered: Vec<PathBuf> =
             self.inner.registry.list()?.into_iter().filter(|r| !r.missing).map(|r| r.path).collect();
-        match repos::covering_repo(&repo.root, &registered) {
-            Some(outer) => {
-                let prefix = repo.root.strip_prefix(&outer).unwrap_or(&repo.root).to_string_lossy().into_owned();
-                Err(Error::InsideRepo { path: repo.root.clone(), repo: outer, prefix })
-            }
-            None => Ok(()),
+        let Some(outer) = repos::covering_repo(&repo.root, &registered) else { return Ok(()) };
+        let prefix = repo.root.strip_prefix(&outer).unwrap_or(&repo.root).to_string_lossy().into_owned();
+        // A folder the enclosing repository's walk leaves out (`vendor/` ignored, a dot folder)
+        // is not indexed by it, so it may be a repository of its own.
+        if index::served::folder_left_out(&outer, &prefix, &self.inner.config.index) {
+            return Ok(());
         }
+        Err(Error::InsideRepo { path: repo.root.clone(), repo: outer, prefix })
     }
 
     /// Opens a writer session on a repo (registering it), for one run or a watcher.

@@ -1134,6 +1134,13 @@ fn a_folder_of_a_registered_repository_is_refused_unless_it_is_its_own_git_repos
     let out = env.run(&["index", "--repo", nested.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && !err.contains("lies inside"), "{err}");
+    // A folder the enclosing repository ignores is not indexed by it, so it is its own.
+    write(&proj, ".gitignore", "scratch/\n");
+    write(&proj, "scratch/notes/plan.md", "# okapi plan\n");
+    let ignored = proj.join("scratch/notes");
+    let out = env.run(&["index", "--repo", ignored.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("lies inside"), "an ignored folder: {err}");
     // The engine refuses it whatever the surface (the workbench's add prompt goes through it).
     let refused = env.engine().index(&proj.join("web"), &IndexOptions::default(), &quiet());
     assert!(matches!(refused, Err(docdex::Error::InsideRepo { .. })), "{refused:?}");

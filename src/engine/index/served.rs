@@ -182,6 +182,14 @@ fn in_git(rel: &str) -> bool {
     rel.split('/').next() == Some(".git")
 }
 
+/// Whether the walk of `root` leaves out everything under the folder `rel_dir` (repo-relative):
+/// hidden, `[index] exclude`d, or ignored by the ignore files above it or git's excludes. Asked
+/// of a name inside the folder, as folder-only patterns (`vendor/`) match a file's parents.
+pub fn folder_left_out(root: &Path, rel_dir: &str, cfg: &IndexConfig) -> bool {
+    let probe = format!("{}/docdex-folder-probe", rel_dir.trim_end_matches('/'));
+    refused_by_name(root, &probe, cfg, &GitRules::load(root)).is_some()
+}
+
 /// A path not in the working tree, judged by its name, the ignore files above it and git's
 /// excludes files (`git_rules`).
 fn refused_by_name(root: &Path, rel: &str, cfg: &IndexConfig, git_rules: &GitRules) -> Option<Refusal> {
