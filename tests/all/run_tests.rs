@@ -1569,19 +1569,25 @@ fn a_cargo_run_killed_at_the_timeout_names_the_test_that_hangs() {
     // started, is not named (it named none).
     let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap()), ("RUST_TEST_THREADS", "2")];
     let (_, v) = run_tests(&env, &repo, &["--timeout", "5"], &vars);
+    assert_both_hangs_named(&v);
+    assert_eq!(
+        v["failures"][0]["message"],
+        "timed out after 5 s while running tests::b_hangs, one of 2 tests libtest was running side by side, which names a test only when it ends (tests::b_hangs, tests::c_hangs)",
+        "{v}"
+    );
+}
+
+/// A timed-out run of `hanging_crate` with two test threads: a_passes passed, and b_hangs and
+/// c_hangs, running side by side when it was killed, are both named.
+fn assert_both_hangs_named(v: &Value) {
     assert_eq!(
         (v["status"].as_str(), v["passed"].as_u64(), v["failed"].as_u64()),
         (Some("timed_out"), Some(1), Some(2)),
         "{v}"
     );
     assert_eq!(
-        failures(&v),
+        failures(v),
         [("tests::b_hangs".to_string(), None, None), ("tests::c_hangs".to_string(), None, None)],
-        "{v}"
-    );
-    assert_eq!(
-        v["failures"][0]["message"],
-        "timed out after 5 s while running tests::b_hangs, one of 2 tests libtest was running side by side, which names a test only when it ends (tests::b_hangs, tests::c_hangs)",
         "{v}"
     );
 }
@@ -1597,16 +1603,7 @@ fn a_cargo_run_killed_at_the_timeout_reads_the_thread_count_of_the_repository_ca
     let (repo, target) = hanging_crate(&env, "hangconfig", Some(config));
     let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap()), ("RUST_TEST_THREADS", "1")];
     let (_, v) = run_tests(&env, &repo, &["--timeout", "5"], &vars);
-    assert_eq!(
-        (v["status"].as_str(), v["passed"].as_u64(), v["failed"].as_u64()),
-        (Some("timed_out"), Some(1), Some(2)),
-        "{v}"
-    );
-    assert_eq!(
-        failures(&v),
-        [("tests::b_hangs".to_string(), None, None), ("tests::c_hangs".to_string(), None, None)],
-        "{v}"
-    );
+    assert_both_hangs_named(&v);
 }
 
 /// Builds the test binaries of `packages` in `repo` (offline, into `gocache`), so a run's
