@@ -172,6 +172,9 @@ fn secret_value(text: &str, m: &Matched) -> Option<Range<usize>> {
     let quoted = is_quoted(raw);
     let value = if quoted { &raw[1..raw.len() - 1] } else { raw };
     let start = m.v.start() + usize::from(quoted);
+    if m.name.as_str().to_ascii_lowercase().ends_with("token") && colour_style(value) {
+        return None;
+    }
     if m.sep.as_str().trim_start().starts_with(|c: char| c.is_ascii_alphabetic()) {
         // A sentence: its full stop or colon is not part of the value.
         let value = if quoted { value } else { value.trim_end_matches(['.', ',', '!', '?', ':']) };
@@ -370,6 +373,28 @@ fn flow_field(text: &str, m: &Matched, before: &str) -> Option<Range<usize>> {
     };
     let ok = shape && !layout::in_code_literal(text, line_start, line_end) && !echoes_name(v, name);
     ok.then(|| m.v.range())
+}
+
+/// A colour, alone or in a style (`#d8dee9`, `bold #fff`, `italic bg:#3b4252`): a Pygments
+/// style's `Token.Keyword: '#81a1c1'` names a token of a lexer, not a secret, and neither does
+/// a theme's `token: "#ffcc00"`. Asked under a token's name only: `password: "#abc123"` may
+/// well be a password. Every word is a colour (`#` and 3, 4, 6 or 8 hex digits, or
+/// after `bg:` / `border:`) or one of Pygments' style words; at least one is a colour.
+fn colour_style(v: &str) -> bool {
+    const WORDS: &[&str] =
+        &["bold", "nobold", "italic", "noitalic", "underline", "nounderline", "roman", "sans", "mono", "noinherit"];
+    let hex = |w: &str| {
+        w.strip_prefix('#')
+            .is_some_and(|h| matches!(h.len(), 3 | 4 | 6 | 8) && h.bytes().all(|b| b.is_ascii_hexdigit()))
+    };
+    let mut colours = 0;
+    let all = v.split_ascii_whitespace().all(|w| {
+        let c = w.strip_prefix("bg:").or_else(|| w.strip_prefix("border:")).unwrap_or(w);
+        let colour = hex(c);
+        colours += usize::from(colour);
+        colour || WORDS.contains(&w.to_ascii_lowercase().as_str())
+    });
+    all && colours > 0
 }
 
 /// `s3_secret_access_key = 's3-secret-access-key'`: the value repeats its name (documentation).
@@ -994,6 +1019,38 @@ mod tests {
             "db: {user: app, password: changeme}",
         ] {
             assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
+        }
+    }
+
+    /// A Pygments style's colours under `Token` keys were masked as secrets (`Token: '#d8dee9'`),
+    /// and a password nested two mappings deep on one YAML line was passed over.
+    #[test]
+    fn colours_are_not_secrets_and_nested_flow_mappings_are_found() {
+        for text in [
+            "Token: '#d8dee9'",
+            "    Token.Keyword: '#81a1c1',",
+            "Token: \"bold #fff\"",
+            "    Token.Comment: 'italic #616e87',",
+            "    Token.Error: 'bg:#bf616a #ECEFF4',",
+            "token: \"#ffcc0080\"",
+            "db: {primary: {user: bob, password: changeme}}",
+            "x = {db: {password: hunter2}}",
+            "login({db: {password: hunter2}})",
+            "db: {primary: {user: bob, password: hunter2}},",
+        ] {
+            assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
+        }
+        for (text, want) in [
+            ("Token: '#d8dee9x9'", "#d8dee9x9"),
+            ("password: \"#abc123\"", "#abc123"),
+            ("db: {primary: {user: bob, password: hunter2}}", "hunter2"),
+            ("db: {primary: {password: hunter2, user: bob}}", "hunter2"),
+            ("db: {pool: 5, primary: {user: bob, password: hunter2}}", "hunter2"),
+            ("a: {b: {c: {password: hunter2}}}", "hunter2"),
+            ("db: {replica: {user: a}, password: hunter2}", "hunter2"),
+            ("- {db: {user: bob, password: hunter2}}", "hunter2"),
+        ] {
+            assert_eq!(masked(text), [want], "{text}");
         }
     }
 }

@@ -146,21 +146,55 @@ fn yaml_flow<'t>(above: &'t str, opener: &'t str) -> bool {
 /// JavaScript object can nest one such line as its last field.
 pub fn yaml_flow_field(line: &str, name_at: usize, value_end: usize) -> bool {
     let body = line.split(" #").next().unwrap_or(line).trim_end();
-    let Some(open) = line[..name_at].rfind('{') else { return false };
-    let head = line[..open].trim();
-    let head = head.strip_prefix('-').map_or(head, str::trim_start);
-    let key_ok = head.is_empty()
-        || head.strip_suffix(':').is_some_and(|k| {
-            !k.is_empty()
-                && k.trim_matches(['"', '\''])
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-        });
+    let Some(open) = enclosing_brace(&line[..name_at]) else { return false };
     let fields = line[open + 1..name_at].trim_end();
-    let fields_ok =
-        (fields.is_empty() || fields.ends_with(',')) && !fields.contains(['(', ')', '=', ';', '[', '{', '}', '`']);
+    let fields_ok = (fields.is_empty() || fields.ends_with(',')) && !fields.contains(CODE_MARKS);
     let ends_field = line[value_end..].trim_start().starts_with([',', '}']);
-    key_ok && fields_ok && ends_field && value_end <= body.len() && body.ends_with('}') && depth(body) == 0
+    flow_head(&line[..open])
+        && fields_ok
+        && ends_field
+        && value_end <= body.len()
+        && body.ends_with('}')
+        && depth(body) == 0
+}
+
+/// Characters no YAML flow mapping's fields hold on a line: a call's or an index's brackets,
+/// an assignment, a statement's end, a template.
+const CODE_MARKS: [char; 6] = ['(', ')', '=', ';', '[', '`'];
+
+/// The offset of the `{` that opens the mapping the end of `before` is in (nested mappings
+/// closed before it skipped: `{primary: {user: a}, password: ...`).
+fn enclosing_brace(before: &str) -> Option<usize> {
+    let mut d = 0i64;
+    for (i, b) in before.bytes().enumerate().rev() {
+        match b {
+            b'}' => d += 1,
+            b'{' if d == 0 => return Some(i),
+            b'{' => d -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether what opens a one-line flow mapping is YAML's: a key or a list item, or nothing
+/// (`creds: {`, `- {`, `{`), or such a mapping's field that is a mapping in turn, at any depth
+/// (`db: {primary: {`, `db: {pool: 5, primary: {`); not code's `x = {` or `login({`.
+fn flow_head(head: &str) -> bool {
+    let mut parts = head.split('{');
+    let first = parts.next().unwrap_or("").trim();
+    let first = first.strip_prefix('-').map_or(first, str::trim_start);
+    let key = |k: &str| {
+        !k.is_empty()
+            && k.trim_matches(['"', '\'']).bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+    };
+    let first_ok = first.is_empty() || first.strip_suffix(':').is_some_and(key);
+    first_ok
+        && parts.all(|p| {
+            let p = p.trim();
+            let last = p.rsplit([',', '}']).next().unwrap_or(p).trim();
+            !p.contains(CODE_MARKS) && last.strip_suffix(':').is_some_and(key)
+        })
 }
 
 #[cfg(test)]
