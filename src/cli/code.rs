@@ -201,12 +201,18 @@ fn print_symbols(out: &Out, r: &SymbolsResponse) {
     }
     if r.mode == "outline" {
         let file = visible(r.file.as_deref().unwrap_or(""));
-        out.note(&format!("{} in {file} ({})", count(r.results.len(), "symbol"), shown(&r.repo)));
+        let (listed, more) = if r.truncated {
+            let listed = format!("{} of {}", r.results.len(), count(r.total, "symbol"));
+            (listed, "; --limit lists up to 1000, --kind narrows")
+        } else {
+            (count(r.results.len(), "symbol"), "")
+        };
+        out.note(&format!("{listed} in {file} ({}){more}", shown(&r.repo)));
         for h in &r.results {
             out.line(&format!(
                 "{:>5}  {}{} {}  {}",
                 h.line_start,
-                "  ".repeat(h.depth as usize),
+                outline_indent(h.depth),
                 out.paint("2", &format!("{:<9}", h.kind.name())),
                 out.paint("1", &h.name),
                 out.paint("2", &visible(&h.signature))
@@ -239,6 +245,18 @@ fn print_symbols(out: &Out, r: &SymbolsResponse) {
         if !h.signature.is_empty() {
             out.line(&format!("          {}", out.paint("2", &visible(&h.signature))));
         }
+    }
+}
+
+/// Deepest nesting an outline line is indented for; deeper symbols stay at that indent with
+/// their depth written (`[d1400]`), so 1,400 nested definitions do not print 2,800 spaces.
+const MAX_OUTLINE_INDENT: u32 = 16;
+
+fn outline_indent(depth: u32) -> String {
+    if depth <= MAX_OUTLINE_INDENT {
+        "  ".repeat(depth as usize)
+    } else {
+        format!("{}[d{depth}] ", "  ".repeat(MAX_OUTLINE_INDENT as usize))
     }
 }
 

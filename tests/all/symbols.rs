@@ -911,3 +911,38 @@ fn umlaut_names_are_found_by_their_written_out_spelling() {
     assert_eq!(kind("x ueber", "über_x"), "word_part");
     assert!(ask("ueber").note.is_none());
 }
+
+/// An outline cut at its limit says how many symbols the file holds (it said 1,001 for 20,000
+/// definitions, and the text output said "1000 symbols" as if that were all), and a deeply
+/// nested one does not indent each line by twice its depth in spaces.
+#[test]
+fn a_cut_outline_counts_the_whole_file_and_deep_nesting_stays_narrow() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    let many: String = (0..3000).map(|i| format!("def d{i}(): pass\n")).collect();
+    write(&repo, "many.py", &many);
+    let deep: String =
+        (0..40).map(|i| format!("{}def f{i}():\n", " ".repeat(i))).collect::<String>() + &" ".repeat(40) + "pass\n";
+    write(&repo, "deep.py", &deep);
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+
+    let v = env.json(&["symbols", "--repo", r, "--file", "many.py", "--json"]);
+    assert_eq!(
+        (v["results"].as_array().unwrap().len(), v["total"].as_u64(), v["truncated"].as_bool()),
+        (1000, Some(3000), Some(true))
+    );
+    let v = env.json(&["symbols", "--repo", r, "--file", "many.py", "--limit", "10", "--json"]);
+    assert_eq!((v["results"].as_array().unwrap().len(), v["total"].as_u64()), (10, Some(3000)));
+    let v = env.json(&["symbols", "--repo", r, "--file", "deep.py", "--json"]);
+    assert_eq!((v["total"].as_u64(), v["truncated"].as_bool()), (Some(40), Some(false)));
+
+    let out = env.run(&["symbols", "--repo", r, "--file", "many.py", "--limit", "10"]);
+    let note = String::from_utf8_lossy(&out.stderr);
+    assert!(note.contains("10 of 3000 symbols in many.py"), "{note}");
+    let out = env.run(&["symbols", "--repo", r, "--file", "deep.py"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().unwrap_or_default();
+    assert!(last.contains("[d39] ") && last.contains("f39") && last.len() < 120, "{last:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("40 symbols in deep.py"));
+}

@@ -171,9 +171,10 @@ impl Engine {
                 if query::file_row(&reader, &path)?.is_none() {
                     return Err(self.no_symbols_for(&repo, &path));
                 }
-                let hits = query::outline(&reader, &path, &filter, limit + 1)?;
-                let total = hits.len();
-                ("outline", hits.into_iter().take(limit).collect(), total)
+                let hits = query::outline(&reader, &path, &filter, limit)?;
+                let total =
+                    if hits.len() < limit { hits.len() } else { query::outline_count(&reader, &path, &filter)? };
+                ("outline", hits, total)
             }
         };
         let mut results = results;

@@ -92,6 +92,7 @@ pub fn validate_kinds(kinds: &[String]) -> Result<()> {
         ));
     }
     for kind in kinds {
+        check_name_len("node kind", kind)?;
         if kind.is_empty() || kind.contains(char::is_whitespace) || kind.contains('=') {
             return Err(Error::BadRequest(format!("bad node kind {kind:?}: kinds are words like function_item")));
         }
@@ -112,6 +113,7 @@ pub fn validate_kinds(kinds: &[String]) -> Result<()> {
 /// Checks that `field` is a field name in at least one grammar (`name`, `body`, `parameters`,
 /// `return_type`, ...); the error lists close names.
 pub fn validate_field(field: &str) -> Result<()> {
+    check_name_len("field", field)?;
     if Lang::ALL.iter().any(|l| l.grammar().field_id_for_name(field).is_some()) {
         return Ok(());
     }
@@ -136,6 +138,23 @@ pub fn validate_field(field: &str) -> Result<()> {
         format!("did you mean {}?", close.join(", "))
     };
     Err(Error::BadRequest(format!("unknown field {field:?} in every grammar; {hint}")))
+}
+
+/// Longest node kind or field name accepted, in bytes. The grammars' longest names are under
+/// 50 bytes; without a cap a 1.5 MB kind cost 13 s of CPU in the close-name search (a
+/// substring test against every kind of 16 grammars) and was echoed back whole in the error.
+pub const MAX_AST_NAME_BYTES: usize = 100;
+
+/// Refuses a node kind or field name over [`MAX_AST_NAME_BYTES`], quoting only its start.
+fn check_name_len(what: &str, name: &str) -> Result<()> {
+    if name.len() <= MAX_AST_NAME_BYTES {
+        return Ok(());
+    }
+    let start: String = name.chars().take(40).collect();
+    Err(Error::BadRequest(format!(
+        "{what} too long: {} bytes (starts {start:?}); Tree-sitter {what}s are words of at most {MAX_AST_NAME_BYTES} bytes, e.g. function_definition",
+        name.len()
+    )))
 }
 
 /// A node found by [`field_matches`].
@@ -200,18 +219,25 @@ pub fn field_matches(
 /// Named node kinds of any grammar that contain `kind` (or that it contains), shortest first.
 fn similar_kinds(kind: &str, n: usize) -> Vec<String> {
     let lower = kind.to_ascii_lowercase();
-    let mut found: Vec<&str> = Vec::new();
+    // (rank, name): a typo within two edits (`funtion_definition`, in no name and containing
+    // none) first, then names containing it or contained in it.
+    let mut found: Vec<(u8, &str)> = Vec::new();
     for l in Lang::ALL {
         let t = KindTable::get(l);
         for (name, named) in t.names.iter().zip(&t.named) {
-            if *named && (name.contains(lower.as_str()) || (name.len() > 3 && lower.contains(name))) {
-                found.push(name);
+            if !*named {
+                continue;
+            }
+            if lower.len() > 4 && super::query::edit_distance(&lower, name, 2).is_some() {
+                found.push((0, name));
+            } else if name.contains(lower.as_str()) || (name.len() > 3 && lower.contains(name)) {
+                found.push((1, name));
             }
         }
     }
-    found.sort_by_key(|s| (s.len(), *s));
+    found.sort_by_key(|(rank, s)| (*rank, s.len(), *s));
     found.dedup();
-    found.into_iter().take(n).map(String::from).collect()
+    found.into_iter().take(n).map(|(_, s)| s.to_string()).collect()
 }
 
 #[cfg(test)]
@@ -243,5 +269,27 @@ mod tests {
         let e = validate_kinds(&["functio".into()]).unwrap_err().to_string();
         assert!(e.contains("function_item") || e.contains("function_definition"), "{e}");
         assert!(validate_kinds(&[]).is_err());
+    }
+
+    #[test]
+    fn a_typo_in_a_kind_gets_the_kind_it_misspells() {
+        let e = validate_kinds(&["funtion_definition".into()]).unwrap_err().to_string();
+        assert!(e.contains("did you mean function_definition"), "{e}");
+        let e = validate_kinds(&["class_defintion".into()]).unwrap_err().to_string();
+        assert!(e.contains("did you mean class_definition"), "{e}");
+    }
+
+    #[test]
+    fn an_enormous_kind_or_field_is_refused_at_once_without_echoing_it() {
+        let huge = "a".repeat(1_500_000);
+        let t = std::time::Instant::now();
+        let e = validate_kinds(std::slice::from_ref(&huge)).unwrap_err().to_string();
+        assert!(e.contains("node kind too long: 1500000 bytes"), "{e}");
+        assert!(e.len() < 300, "the error quotes only the start: {} bytes", e.len());
+        let e = validate_field(&huge).unwrap_err().to_string();
+        assert!(e.contains("field too long") && e.len() < 300, "{e}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(1), "{:?}", t.elapsed());
+        let ok = "x".repeat(MAX_AST_NAME_BYTES);
+        assert!(validate_kinds(&[ok]).unwrap_err().to_string().contains("unknown node kind"));
     }
 }

@@ -371,6 +371,17 @@ pub fn outline(reader: &SymbolReader, path: &str, filter: &SymbolFilter, limit: 
     Ok(rows.into_iter().map(|s| hit(s, None, 0.0)).collect())
 }
 
+/// How many symbols a file's outline holds under `filter`: the true `total` of an outline cut
+/// at its limit (a probe of limit + 1 said 1,001 for a file of 20,000 definitions).
+pub fn outline_count(reader: &SymbolReader, path: &str, filter: &SymbolFilter) -> Result<usize> {
+    let mut params = vec![Value::Text(path.to_string())];
+    let f = SymbolFilter { file: None, ..filter.clone() }.sql(&mut params);
+    let sql = format!("SELECT COUNT(*) FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ?1{f}");
+    let err = reader.err();
+    let n: i64 = reader.conn().query_row(&sql, rusqlite::params_from_iter(params), |r| r.get(0)).map_err(err)?;
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
 /// Whether the store has a row for `path`, and if so the note saying why it was not parsed.
 pub fn file_row(reader: &SymbolReader, path: &str) -> Result<Option<Option<String>>> {
     use rusqlite::OptionalExtension;

@@ -260,7 +260,8 @@ pub struct SymbolsResponse {
     pub generation: u64,
     /// Matches.
     pub results: Vec<SymbolHit>,
-    /// Matches before the limit (a lower bound for very common names).
+    /// Matches before the limit (a lower bound for very common names); for an outline, the
+    /// file's symbols under the filters, however many the limit lists.
     pub total: usize,
     /// More matched than were returned.
     pub truncated: bool,
