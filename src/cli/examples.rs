@@ -242,10 +242,17 @@ pub const EXAMPLES: &[(&str, &[Example])] = &[
     ),
 ];
 
-/// `command` with the examples under its help and under each of its commands' help.
+/// `command` with the examples under its help and under each of its commands' help, after
+/// what a command's help already ends with (`run-tests`' exit codes).
 pub fn attach(command: Command) -> Command {
     EXAMPLES.iter().fold(command.after_help(render(START)), |cmd, (name, examples)| {
-        cmd.mut_subcommand(*name, |sub| sub.after_help(render(examples)))
+        cmd.mut_subcommand(*name, |sub| {
+            let text = match sub.get_after_help() {
+                Some(own) => format!("{own}\n\n{}", render(examples)),
+                None => render(examples),
+            };
+            sub.after_help(text)
+        })
     })
 }
 
