@@ -2067,3 +2067,30 @@ fn an_indexed_empty_repo_has_an_empty_map_and_graph() {
     let rr = env.engine().resolve_repo(&repo).unwrap();
     assert!(graph::graph_path(&rr).is_file());
 }
+
+/// A file indexed as text but not parsed (over the 2 MiB parse limit) has unknown imports: its
+/// impact says so in a warning, where it answered "no imports" without a word (tour21 F4).
+#[test]
+fn a_file_too_large_to_parse_warns_that_its_imports_are_unknown() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    let mut big = String::from("import { s } from './small.js';\n");
+    while big.len() <= 2 * 1024 * 1024 {
+        big.push_str("function f(a,b){return a+b}var v=f(1,2);");
+    }
+    write(&repo, "big.js", &big);
+    write(&repo, "small.js", "export const s = 1;\n");
+    write(&repo, "user.js", "import './big.js';\n");
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let r = engine.impact(&repo, &ImpactRequest { file: "big.js".into(), ..Default::default() }).expect("impact");
+    assert!(r.outbound.is_empty(), "{:?}", r.outbound);
+    assert_eq!(r.inbound.iter().map(|d| d.path.as_str()).collect::<Vec<_>>(), vec!["user.js"]);
+    let w = r.graph.warnings.join("\n");
+    assert!(
+        w.contains("big.js was not parsed (") && w.contains("over the 2 MB limit") && w.contains("imports are unknown"),
+        "{w}"
+    );
+    let r = engine.impact(&repo, &ImpactRequest { file: "user.js".into(), ..Default::default() }).expect("impact");
+    assert!(r.graph.warnings.is_empty(), "{:?}", r.graph.warnings);
+}

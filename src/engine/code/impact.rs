@@ -634,6 +634,7 @@ impl Engine {
         let diagnostics = g.graph.diagnostics.iter().filter(|d| d.source == file).cloned().collect();
         let mut graph = graph_info(&repo, &g);
         graph.warnings.extend(deleted_since_indexed(&repo, &file));
+        graph.warnings.extend(imports_unread(&repo, &file));
         Ok(ImpactResponse {
             schema: SchemaTag::current(),
             project_id: repo.fingerprint.clone(),
@@ -898,6 +899,21 @@ fn outdated_rules(repo: &RepoRef, g: &LoadedGraph) -> Option<String> {
         "the stored imports of {} files were extracted by an older docdex's import rules: edges and cycles built from them may be out of date; the next `docdex index --repo {}` (or a running `docdex watch`) re-reads those files",
         outdated.join(", "),
         crate::error::shell_path(&repo.root)
+    ))
+}
+
+/// A warning when `file` was indexed as text but never parsed (over the parse size, or its
+/// parse ran out of time): its imports are unknown, and "no imports" was said without a word.
+/// Files importing it are still edges, so only the outbound side is in doubt.
+fn imports_unread(repo: &RepoRef, file: &str) -> Option<String> {
+    if file.starts_with(EXTERNAL_PREFIX) {
+        return None;
+    }
+    let reader = super::store::SymbolReader::open(repo).ok()??;
+    let note = super::query::file_row(&reader, file).ok()??.filter(|n| !n.is_empty())?;
+    let why = note.strip_prefix("not parsed: ").unwrap_or(&note);
+    Some(format!(
+        "{file} was not parsed ({why}): its own imports are unknown, so `imports` may be missing edges; the files that import it are listed as usual"
     ))
 }
 
