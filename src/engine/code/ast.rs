@@ -151,8 +151,9 @@ fn check_name_len(what: &str, name: &str) -> Result<()> {
         return Ok(());
     }
     let start: String = name.chars().take(40).collect();
+    let example = if what == "field" { "name or return_type" } else { "function_definition" };
     Err(Error::BadRequest(format!(
-        "{what} too long: {} bytes (starts {start:?}); Tree-sitter {what}s are words of at most {MAX_AST_NAME_BYTES} bytes, e.g. function_definition",
+        "{what} too long: {} bytes (starts {start:?}); Tree-sitter {what}s are words of at most {MAX_AST_NAME_BYTES} bytes, e.g. {example}",
         name.len()
     )))
 }
@@ -287,7 +288,7 @@ mod tests {
         assert!(e.contains("node kind too long: 1500000 bytes"), "{e}");
         assert!(e.len() < 300, "the error quotes only the start: {} bytes", e.len());
         let e = validate_field(&huge).unwrap_err().to_string();
-        assert!(e.contains("field too long") && e.len() < 300, "{e}");
+        assert!(e.contains("field too long") && e.contains("e.g. name") && e.len() < 300, "{e}");
         assert!(t.elapsed() < std::time::Duration::from_secs(1), "{:?}", t.elapsed());
         let ok = "x".repeat(MAX_AST_NAME_BYTES);
         assert!(validate_kinds(&[ok]).unwrap_err().to_string().contains("unknown node kind"));
