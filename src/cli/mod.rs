@@ -427,8 +427,29 @@ fn cwd_relative(root: &Path, cwd: &Path, given: &str) -> String {
         // directory, not every name starting with it.
         Ok(real) if given.ends_with('/') => format!("{}/", real.to_string_lossy()),
         Ok(real) => real.to_string_lossy().into_owned(),
-        Err(_) => given.to_string(),
+        Err(_) => climbing_inside(&root, &cwd, path).unwrap_or_else(|| given.to_string()),
     }
+}
+
+/// A missing path that climbs (`../gone.py` typed in `src/`) but stays inside the repository,
+/// made absolute lexically: taken repo-relative it left the repository and was refused as
+/// "outside the repository" where the answer is that no such file exists.
+fn climbing_inside(root: &Path, cwd: &Path, path: &Path) -> Option<String> {
+    use std::path::Component;
+    if !path.components().any(|c| c == Component::ParentDir) {
+        return None;
+    }
+    let mut out = cwd.to_path_buf();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(n) => out.push(n),
+            _ => {}
+        }
+    }
+    out.starts_with(root).then(|| out.to_string_lossy().into_owned())
 }
 
 /// For a directory that is not indexed but lies inside a git repository (`--repo .` typed in

@@ -225,6 +225,16 @@ fn file_arguments_typed_in_a_subdirectory_are_relative_to_it() {
     }
     let out = run_in(&auth, &["impact"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("name a file"), "{out:?}");
+    // A missing file that climbs but stays inside is missing, not "outside the repository".
+    for args in [&["impact", "../gone.rs"][..], &["impact", "diagnostics", "--file", "../gone.rs"]] {
+        let out = run_in(&auth, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("src/gone.rs") && err.contains("no such file") && !err.contains("outside"),
+            "{args:?}: {err}"
+        );
+    }
 }
 
 #[test]
