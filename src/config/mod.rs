@@ -408,7 +408,16 @@ pub struct ProfileConfig {
     /// import past it is refused (an import whole), so no agent's list or recall grows without
     /// bound (an import of 60,000 was accepted and listed as one 10.9 MB answer).
     pub max_preferences_per_agent: u32,
+    /// The most agents profile memory keeps, 1 to 100,000: an add, a role or a learnt
+    /// preference that would create one more, or an import that would, is refused (an import
+    /// whole), so the agents list stays small (60,000 agents of one preference each were one
+    /// huge `profile list` answer).
+    pub max_agents: u32,
 }
+
+/// Agents profile memory keeps by default: one per person, team and tool of a large
+/// organisation (the factory holds a few), and a `profile list` answer of at most ~150 KB.
+pub const DEFAULT_MAX_AGENTS: u32 = 1_000;
 
 /// Preferences one agent keeps by default: far more than a person writes or a chat teaches
 /// (the factory personas hold about ten), few enough to list in 25 pages and recall fast.
@@ -421,6 +430,7 @@ impl Default for ProfileConfig {
             embedding_dim: 0,
             default_agent: String::new(),
             max_preferences_per_agent: DEFAULT_MAX_PREFERENCES_PER_AGENT,
+            max_agents: DEFAULT_MAX_AGENTS,
         }
     }
 }
@@ -778,7 +788,7 @@ impl Config {
 
     /// Each numeric key with its value, its allowed range, and what to do instead of a value
     /// below it (a user's likely meaning of 0).
-    fn ranges(&self) -> [(&'static str, u64, u64, u64, &'static str); 24] {
+    fn ranges(&self) -> [(&'static str, u64, u64, u64, &'static str); 25] {
         const MIB: u64 = 1024 * 1024;
         let (ix, llm, search) = (&self.index, &self.llm, &self.search);
         [
@@ -815,6 +825,7 @@ impl Config {
                 100_000,
                 "",
             ),
+            ("memory.profile.max_agents", self.memory.profile.max_agents.into(), 1, 100_000, ""),
             ("libs.max_packages", self.libs.max_packages.into(), 1, 10_000, ""),
             ("libs.max_chat_hits", self.libs.max_chat_hits.into(), 1, 100, NO_LIBS),
             ("tests.timeout_secs", self.tests.timeout_secs, 1, MAX_TEST_TIMEOUT_SECS, NO_TIMEOUT),

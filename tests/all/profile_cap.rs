@@ -7,7 +7,9 @@
 
 use crate::server_util::{client, Server};
 use crate::util::{dead_url, llm_config, quiet, Env, McpStdio};
-use docdex::engine::protocol::{Category, EmbedState, Preference, ProfileAddRequest, ProfileListRequest};
+use docdex::engine::protocol::{
+    Category, EmbedState, Preference, ProfileAddRequest, ProfileListRequest, ProfileRoleRequest,
+};
 use docdex::engine::IndexOptions;
 use docdex::{Engine, Error};
 use serde_json::{json, Value};
@@ -88,7 +90,8 @@ fn an_agent_keeps_at_most_the_cap_and_an_import_past_it_is_refused_whole() {
     for needle in [
         "not imported (nothing of it was stored)",
         "at most 3 preferences",
-        "bulk2 would hold 5 (holds 0)",
+        // Counted before the merge (a lower bound, so "at least"): refused at once.
+        "bulk2 would hold at least 5 (holds 0)",
         "For bulk2: remove ones",
         "max_preferences_per_agent",
     ] {
@@ -98,7 +101,7 @@ fn an_agent_keeps_at_most_the_cap_and_an_import_past_it_is_refused_whole() {
     assert!(agents.iter().all(|a| a.id != "bulk2"), "the import's agent was not created either: {agents:?}");
     let out = env.run(&["profile", "import", five.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("bulk2 would hold 5"), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bulk2 would hold at least 5"), "{out:?}");
     // Up to the cap it is taken.
     let two = manifest(&env, "two.json", "bulk2", 2, 1_800_000_000_000);
     assert_eq!(engine.profile_import(&two).unwrap().added, 2);
@@ -253,4 +256,70 @@ fn indexing_an_empty_repository_without_an_embedder_says_no_vectors_were_made() 
     let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(!all.contains("embedded 0 chunks"), "{all}");
     assert!(all.contains("embeddings skipped"), "{all}");
+}
+
+/// The count before the merge is a lower bound, never more: rows the same manifest removes
+/// again, ids given twice and rows known here already are not counted, so an import the merge
+/// leaves under the cap is taken (the exact check after the merge stays).
+#[test]
+fn the_count_before_an_import_never_refuses_what_the_merge_would_take() {
+    let env = Env::new();
+    let engine = capped(&env, 3);
+    let path = manifest(&env, "six.json", "trim", 6, 1_800_000_000_000);
+    let mut m: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let ids: Vec<String> =
+        m["preferences"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap().to_string()).collect();
+    m["tombstones"] = json!(ids[..3]
+        .iter()
+        .map(|id| json!({"id": id, "agent_id": "trim", "deleted_at": 1_800_000_000_001_i64}))
+        .collect::<Vec<_>>());
+    std::fs::write(&path, m.to_string()).unwrap();
+    let r = engine.profile_import(&path).expect("3 of 6 removed by the manifest itself: 3 kept, the cap");
+    assert_eq!(list(&engine, "trim", None, None).unwrap()["total"], 3, "{r:?}");
+    // Six rows of one text are one preference after the merge: taken too.
+    let path = manifest(&env, "same.json", "same", 6, 1_800_000_000_000);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, regex::Regex::new(r"imported rule \d+").unwrap().replace_all(&text, "one rule").as_ref())
+        .unwrap();
+    engine.profile_import(&path).expect("repeats merge into one");
+    assert_eq!(list(&engine, "same", None, None).unwrap()["total"], 1);
+}
+
+/// `[memory.profile] max_agents`: an add, a role or an import that would create one agent
+/// more than the cap is refused, saying how many are kept and what to do; existing agents
+/// still take preferences.
+#[test]
+fn profile_memory_keeps_at_most_max_agents() {
+    let env = Env::new();
+    let held = capped(&env, 100).profile_list(&ProfileListRequest::default()).unwrap().agents.len();
+    env.write_config(&format!(
+        "{}[memory.profile]\nmax_agents = {}\n",
+        llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"),
+        held + 1
+    ));
+    let engine = env.engine();
+    add(&engine, "first_new", "one rule").expect("one agent of room");
+    let said = message(add(&engine, "second_new", "one rule").unwrap_err());
+    for needle in [
+        format!("already keeps {} agents, the most it keeps ({})", held + 1, held + 1),
+        "agent second_new not created".into(),
+        "docdex profile remove --agent ID".into(),
+        "max_agents".into(),
+    ] {
+        assert!(said.contains(&needle), "{needle}: {said}");
+    }
+    let role = ProfileRoleRequest { agent_id: "third_new".into(), role: "Reviewer".into() };
+    assert!(message(engine.profile_set_role(&role).unwrap_err()).contains("agent third_new not created"));
+    add(&engine, "first_new", "another rule").expect("an existing agent takes more");
+    let agents = engine.profile_list(&ProfileListRequest::default()).unwrap().agents;
+    assert_eq!(agents.len(), held + 1, "{agents:?}");
+    // An import that creates an agent past the cap is refused whole, at once.
+    let one = manifest(&env, "one.json", "imported_new", 1, 1_800_000_000_000);
+    let said = message(engine.profile_import(&one).unwrap_err());
+    assert!(said.contains(&format!("keeps at most {} agents", held + 1)), "{said}");
+    assert!(said.contains(&format!("would hold at least {} (holds {})", held + 2, held + 1)), "{said}");
+    assert_eq!(engine.profile_list(&ProfileListRequest::default()).unwrap().agents.len(), held + 1);
+    let out = env.run(&["profile", "add", "--agent", "fourth_new", "--category", "style", "x rule"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("max_agents"), "{out:?}");
 }

@@ -734,6 +734,7 @@ impl Engine {
                 return Ok(Err(Skipped::Repeat(same)));
             }
             self.profile_room(w.conn(), &p.agent_id)?;
+            self.profile_agent_room(w.conn(), &p.agent_id)?;
             let created = w.ensure_agent(&p.agent_id, "", now, 0)?;
             w.insert(&p)?;
             Ok(Ok(created))

@@ -214,6 +214,12 @@ pub fn counts(conn: &Connection) -> Result<BTreeMap<String, u64>> {
     rows.map(|r| r.map(|(a, n)| (a, n.max(0) as u64))).collect::<rusqlite::Result<_>>().map_err(err(conn))
 }
 
+/// How many agents profile memory holds.
+pub fn agent_count(conn: &Connection) -> Result<u64> {
+    let n: i64 = conn.query_row("SELECT COUNT(*) FROM agents", [], |r| r.get(0)).map_err(err(conn))?;
+    Ok(n.max(0) as u64)
+}
+
 /// How many preferences `agent` holds.
 pub fn count_of(conn: &Connection, agent: &str) -> Result<u64> {
     let n: i64 = conn
