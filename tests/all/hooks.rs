@@ -789,18 +789,25 @@ fn a_repository_or_staged_file_whose_name_is_not_utf8_is_handled_and_named() {
     write(&repo, "src/b.ts", "export const b = (): number => 42;\n");
     git(&repo, &["add", "-A"], &env, &[]);
     // --json carries it among the answer's notices.
-    let out = Command::new(env!("CARGO_BIN_EXE_docdex"))
-        .args(["hook", "pre-commit", "--json"])
-        .current_dir(&repo)
-        .env("DOCDEX_HOME", env.home())
-        .env("DOCDEX_URL", &url)
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    let (_, v) = pre_commit_json(&env, &repo, &url);
     assert!(v["notices"][0].as_str().unwrap().starts_with("src/caf\u{fffd}.ts: not checked"), "{v}");
     let out = git(&repo, &["commit", "-m", "latin"], &env, &[("DOCDEX_URL", &url)]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("src/caf\u{fffd}.ts: not checked (its name is not valid UTF-8"), "{}", text(&out));
+}
+
+/// `docdex hook pre-commit --json` run as git runs it, in `repo` against the server at `url`:
+/// its output and its one JSON object.
+fn pre_commit_json(env: &Env, repo: &Path, url: &str) -> (Output, serde_json::Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["hook", "pre-commit", "--json"])
+        .current_dir(repo)
+        .env("DOCDEX_HOME", env.home())
+        .env("DOCDEX_URL", url)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    (out, v)
 }
 
 /// A staged file whose content is not UTF-8 (Latin-1, as the index reads it), binary or over
@@ -824,14 +831,7 @@ fn staged_latin1_content_is_checked_and_binary_or_oversized_files_are_named() {
     write(&repo, "src/blob.ts", b"export const d: any = 1;\n\0\x01");
     write(&repo, "src/huge.ts", "export const e = 1;\n".repeat(120_000));
     git(&repo, &["add", "-A"], &env, &[]);
-    let out = Command::new(env!("CARGO_BIN_EXE_docdex"))
-        .args(["hook", "pre-commit", "--json"])
-        .current_dir(&repo)
-        .env("DOCDEX_HOME", env.home())
-        .env("DOCDEX_URL", &url)
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    let (out, v) = pre_commit_json(&env, &repo, &url);
     assert_eq!(out.status.code(), Some(1), "{v}");
     assert_eq!(
         (v["status"].as_str(), v["violations"][0]["file"].as_str()),

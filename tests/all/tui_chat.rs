@@ -540,6 +540,15 @@ fn the_trace_pane_says_how_many_recalled_preferences_the_prompt_used() {
     snap("tui_trace_profile_turn_80x24", &screen(80, 24));
 }
 
+/// A second repository, `other` (one Rust file), indexed by the workbench: its root.
+fn index_other_repo(h: &mut Harness) -> std::path::PathBuf {
+    let other = h.env.repo("other");
+    crate::util::write(&other, "lib.rs", "pub fn wombat_counter() {}\n");
+    let other = std::fs::canonicalize(&other).expect("canonical");
+    run(h, Request::Index { repo: other.clone(), rebuild: false });
+    other
+}
+
 /// tour18 F1: after `enter` on another repository in the Repos pane, the chat kept the old
 /// repository's conversation, a follow-up continued its DAG session (logged in both
 /// repositories) with its answers as history, and `o` on its citations looked the paths up in
@@ -548,10 +557,7 @@ fn the_trace_pane_says_how_many_recalled_preferences_the_prompt_used() {
 fn a_conversation_stays_with_its_repository_when_the_workbench_switches() {
     let fake = FakeOllama::start(FakeOllamaOptions::default()).expect("fake model server");
     let mut h = harness(&fake);
-    let other = h.env.repo("other");
-    crate::util::write(&other, "lib.rs", "pub fn wombat_counter() {}\n");
-    let other = std::fs::canonicalize(&other).expect("canonical");
-    run(&mut h, Request::Index { repo: other.clone(), rebuild: false });
+    let other = index_other_repo(&mut h);
     h.alt('3');
     h.pump();
     let req = ask(&mut h, "where are stale sessions expired?");
@@ -602,10 +608,7 @@ fn a_conversation_stays_with_its_repository_when_the_workbench_switches() {
 fn an_answer_streaming_when_the_repository_switches_lands_in_its_own_conversation() {
     let fake = FakeOllama::start(FakeOllamaOptions::default()).expect("fake model server");
     let mut h = harness(&fake);
-    let other = h.env.repo("other");
-    crate::util::write(&other, "lib.rs", "pub fn wombat_counter() {}\n");
-    let other = std::fs::canonicalize(&other).expect("canonical");
-    run(&mut h, Request::Index { repo: other.clone(), rebuild: false });
+    index_other_repo(&mut h);
     h.alt('3');
     h.pump();
     ask(&mut h, "where are stale sessions expired?");
