@@ -263,6 +263,29 @@ fn umlaut_variant(word: &str, whole: bool, out: &mut String) -> bool {
     }
 }
 
+/// Levenshtein distance if it is at most `max` (a misspelt name's suggestion: symbol names,
+/// AST node kinds, agent ids).
+pub fn edit_distance(a: &str, b: &str, max: usize) -> Option<usize> {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        cur[0] = i;
+        let mut row_min = cur[0];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+            row_min = row_min.min(cur[j]);
+        }
+        if row_min > max {
+            return None;
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    (prev[b.len()] <= max).then_some(prev[b.len()])
+}
+
 /// Han ideographs, kana and Hangul: scripts written without spaces between words (or, for
 /// Hangul, with endings glued on), which the analyzer indexes as character pairs.
 pub fn is_cjk(c: char) -> bool {

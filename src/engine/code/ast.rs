@@ -229,7 +229,7 @@ fn similar_kinds(kind: &str, n: usize) -> Vec<String> {
             if !*named {
                 continue;
             }
-            if lower.len() > 4 && super::query::edit_distance(&lower, name, 2).is_some() {
+            if lower.len() > 4 && crate::engine::analysis::edit_distance(&lower, name, 2).is_some() {
                 found.push((0, name));
             } else if name.contains(lower.as_str()) || (name.len() > 3 && lower.contains(name)) {
                 found.push((1, name));

@@ -332,35 +332,13 @@ fn closeness(q: &str, name: &str, max_edits: usize) -> Option<f32> {
     if ql < 3 || nl.abs_diff(ql) > max_edits {
         return None;
     }
-    let d = edit_distance(q, name, max_edits)?;
+    let d = crate::engine::analysis::edit_distance(q, name, max_edits)?;
     Some(0.5 * (1.0 - d as f32 / (ql.max(nl) as f32)))
 }
 
 fn is_subsequence(q: &str, name: &str) -> bool {
     let mut it = name.chars();
     q.chars().all(|c| it.any(|n| n == c))
-}
-
-/// Levenshtein distance if it is at most `max`.
-pub(crate) fn edit_distance(a: &str, b: &str, max: usize) -> Option<usize> {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for i in 1..=a.len() {
-        cur[0] = i;
-        let mut row_min = cur[0];
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
-            row_min = row_min.min(cur[j]);
-        }
-        if row_min > max {
-            return None;
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    (prev[b.len()] <= max).then_some(prev[b.len()])
 }
 
 /// A file's symbols in source order (containers before their members), with depth for nesting.
@@ -524,7 +502,7 @@ mod tests {
         assert!(closeness("sesion", "session", 1).is_some());
         assert!(closeness("sesstore", "sessionstore", 2).is_some());
         assert!(closeness("xyz", "session", 2).is_none());
-        assert_eq!(edit_distance("kitten", "sitting", 3), Some(3));
-        assert_eq!(edit_distance("kitten", "sitting", 2), None);
+        assert_eq!(crate::engine::analysis::edit_distance("kitten", "sitting", 3), Some(3));
+        assert_eq!(crate::engine::analysis::edit_distance("kitten", "sitting", 2), None);
     }
 }

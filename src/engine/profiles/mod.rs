@@ -1490,7 +1490,7 @@ pub fn closest_agent(given: &str, names: &[String]) -> Option<String> {
         let parts: Vec<&str> = name.split(['_', '-']).filter(|p| p.len() >= 3).collect();
         std::iter::once(name.as_str())
             .chain(parts)
-            .filter_map(|c| crate::engine::code::query::edit_distance(&given, c, max))
+            .filter_map(|c| crate::engine::analysis::edit_distance(&given, c, max))
             .min()
     };
     names.iter().filter_map(|n| distance(n).map(|d| (d, n))).min().map(|(_, n)| n.clone())
