@@ -293,15 +293,21 @@ fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
+/// The configured `fixture` repository, a git repository with one commit of it all.
+fn committed_fixture(env: &Env) -> PathBuf {
+    config(env);
+    let repo = env.repo("fixture");
+    fixture(&repo);
+    assert!(git(&repo, &["init", "-q", "-b", "main"], env, &[]).status.success());
+    assert!(git(&repo, &["add", "-A"], env, &[]).status.success());
+    assert!(git(&repo, &["commit", "-q", "-m", "start"], env, &[]).status.success());
+    repo
+}
+
 #[test]
 fn installed_hook_gates_a_real_git_commit_and_fails_open_when_no_server_answers() {
     let env = Env::new();
-    config(&env);
-    let repo = env.repo("fixture");
-    fixture(&repo);
-    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
-    assert!(git(&repo, &["add", "-A"], &env, &[]).status.success());
-    assert!(git(&repo, &["commit", "-q", "-m", "start"], &env, &[]).status.success());
+    let repo = committed_fixture(&env);
     let out = env.run(&["index", "--repo", repo.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
     add_constraint(&env, &["Deprecate usage of moment.js"]);
@@ -775,12 +781,7 @@ fn a_repository_or_staged_file_whose_name_is_not_utf8_is_handled_and_named() {
     assert!(latin.join(".git/hooks/pre-commit").is_file());
 
     // A staged file named in Latin-1 was dropped from the check in silence.
-    config(&env);
-    let repo = env.repo("fixture");
-    fixture(&repo);
-    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
-    git(&repo, &["add", "-A"], &env, &[]);
-    assert!(git(&repo, &["commit", "-q", "-m", "start"], &env, &[]).status.success());
+    let repo = committed_fixture(&env);
     assert!(env.run(&["index", "--repo", repo.to_str().unwrap()]).status.success());
     assert!(env.run(&["hook", "install", "--repo", repo.to_str().unwrap()]).status.success());
     let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
@@ -817,12 +818,7 @@ fn pre_commit_json(env: &Env, repo: &Path, url: &str) -> (Output, serde_json::Va
 #[test]
 fn staged_latin1_content_is_checked_and_binary_or_oversized_files_are_named() {
     let env = Env::new();
-    config(&env);
-    let repo = env.repo("fixture");
-    fixture(&repo);
-    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
-    git(&repo, &["add", "-A"], &env, &[]);
-    assert!(git(&repo, &["commit", "-q", "-m", "start"], &env, &[]).status.success());
+    let repo = committed_fixture(&env);
     assert!(env.run(&["index", "--repo", repo.to_str().unwrap()]).status.success());
     add_constraint(&env, &["No any types"]);
     let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
