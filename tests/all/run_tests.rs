@@ -3,17 +3,13 @@
 //! (`.ci/run` installs it and exports DOCDEX_TEST_PYTEST_VENV), and node's built-in test
 //! runner; passing and failing, the timeout, a target, and `--affected` on a git branch.
 
-use crate::util::{git, git_commit_all, pytest_venv, run_tests_json as run_tests, write, Env, McpStdio};
+use crate::util::{git, git_commit_all, pytest_venv, run_failures, run_tests_json as run_tests, write, Env, McpStdio};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+/// Each failure as (name, file, line): `run_failures` without the messages.
 fn failures(v: &Value) -> Vec<(String, Option<String>, Option<u64>)> {
-    v["failures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| (f["name"].as_str().unwrap().to_string(), f["file"].as_str().map(str::to_string), f["line"].as_u64()))
-        .collect()
+    run_failures(v).into_iter().map(|(name, file, line, _)| (name, file, line)).collect()
 }
 
 #[test]
@@ -1252,8 +1248,6 @@ fn a_directory_target_runs_each_pytest_configuration_below_it() {
 const GO_TESTIFY_STANDIN: &str = "// Package assert: testify's Fail output, as testify v1.8 writes it (labeledOutput, CallerInfo).\npackage assert\n\nimport (\n\t\"bufio\"\n\t\"bytes\"\n\t\"fmt\"\n\t\"runtime\"\n\t\"strings\"\n\t\"testing\"\n)\n\nfunc callerInfo() []string {\n\tvar callers []string\n\tfor i := 0; ; i++ {\n\t\tpc, file, line, ok := runtime.Caller(i)\n\t\tif !ok {\n\t\t\tbreak\n\t\t}\n\t\tf := runtime.FuncForPC(pc)\n\t\tif f == nil {\n\t\t\tbreak\n\t\t}\n\t\tname := f.Name()\n\t\tif name == \"testing.tRunner\" {\n\t\t\tbreak\n\t\t}\n\t\tparts := strings.Split(file, \"/\")\n\t\tif len(parts) > 1 {\n\t\t\tdir := parts[len(parts)-2]\n\t\t\tif dir != \"assert\" && dir != \"require\" && dir != \"mock\" {\n\t\t\t\tcallers = append(callers, fmt.Sprintf(\"%s:%d\", file, line))\n\t\t\t}\n\t\t}\n\t\tsegments := strings.Split(name, \".\")\n\t\tname = segments[len(segments)-1]\n\t\tif strings.HasPrefix(name, \"Test\") {\n\t\t\tbreak\n\t\t}\n\t}\n\treturn callers\n}\n\nfunc indent(message string, n int) string {\n\tout := new(bytes.Buffer)\n\tfor i, s := 0, bufio.NewScanner(strings.NewReader(message)); s.Scan(); i++ {\n\t\tif i != 0 {\n\t\t\tout.WriteString(\"\\n\\t\" + strings.Repeat(\" \", n+1) + \"\\t\")\n\t\t}\n\t\tout.WriteString(s.Text())\n\t}\n\treturn out.String()\n}\n\nfunc Equal(t *testing.T, expected, actual interface{}, msg ...string) bool {\n\tt.Helper()\n\tif expected == actual {\n\t\treturn true\n\t}\n\tlabels := [][2]string{\n\t\t{\"Error Trace\", strings.Join(callerInfo(), \"\\n\\t\\t\\t\")},\n\t\t{\"Error\", fmt.Sprintf(\"Not equal: \\nexpected: %v\\nactual  : %v\", expected, actual)},\n\t\t{\"Test\", t.Name()},\n\t}\n\tif len(msg) > 0 {\n\t\tlabels = append(labels, [2]string{\"Messages\", msg[0]})\n\t}\n\tout := \"\"\n\tfor _, l := range labels {\n\t\tout += \"\\t\" + l[0] + \":\" + strings.Repeat(\" \", len(\"Error Trace\")-len(l[0])) + \"\\t\" + indent(l[1], len(\"Error Trace\")) + \"\\n\"\n\t}\n\tt.Errorf(\"\\n%s\", out)\n\treturn false\n}\n";
 
 /// A failure as the JSON names it: test, file, line, message.
-type Failure = (String, Option<String>, Option<u64>, Option<String>);
-
 #[test]
 fn testify_failures_are_placed_at_the_tests_line_with_their_message() {
     // The location line testify's report starts with has no message: it was not read, and the
@@ -1271,15 +1265,7 @@ fn testify_failures_are_placed_at_the_tests_line_with_their_message() {
     let vars = [("GOPROXY", "off"), ("GOTOOLCHAIN", "local"), ("GOCACHE", gocache.to_str().unwrap())];
     let (code, v) = run_tests(&env, &repo, &[], &vars);
     assert_eq!((code, v["passed"].as_u64(), v["failed"].as_u64()), (1, Some(1), Some(3)), "{v}");
-    let got: Vec<Failure> = v["failures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            let s = |k: &str| f[k].as_str().map(str::to_string);
-            (s("name").unwrap(), s("file"), f["line"].as_u64(), s("message"))
-        })
-        .collect();
+    let got = run_failures(&v);
     let f = |name: &str, line: u64, msg: &str| {
         (name.to_string(), Some("calc/calc_test.go".to_string()), Some(line), Some(msg.to_string()))
     };
@@ -1499,25 +1485,16 @@ fn a_target_in_a_cargo_workspace_member_runs_that_member_and_compile_errors_are_
     );
     let (code, v) = run_tests(&env, &repo, &[], &vars);
     assert_eq!((code, v["status"].as_str()), (1, Some("failed")), "{v}");
-    let got: Vec<(String, Option<String>, Option<u64>, String)> = v["failures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            let (name, file) = (f["name"].as_str().unwrap().to_string(), f["file"].as_str().map(str::to_string));
-            (name, file, f["line"].as_u64(), f["message"].as_str().unwrap().to_string())
-        })
-        .collect();
     let alpha = Some("crates/alpha/src/lib.rs".to_string());
     assert_eq!(
-        got,
+        run_failures(&v),
         [
-            ("alpha-core".to_string(), alpha.clone(), Some(2), "error[E0308]: mismatched types".to_string()),
+            ("alpha-core".to_string(), alpha.clone(), Some(2), Some("error[E0308]: mismatched types".to_string())),
             (
                 "alpha-core".to_string(),
                 alpha,
                 Some(6),
-                "error[E0425]: cannot find function `undefined_two` in this scope".to_string()
+                Some("error[E0425]: cannot find function `undefined_two` in this scope".to_string())
             ),
         ],
         "{v}"

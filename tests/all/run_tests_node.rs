@@ -5,7 +5,7 @@
 //! line in the test file, as do jest's and vitest's; a test that hangs is named when the timeout
 //! kills the run.
 
-use crate::util::{installed_tool, run_tests_json as run_tests, write, Env};
+use crate::util::{installed_tool, run_failures as failures, run_tests_json as run_tests, write, Env};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -26,22 +26,6 @@ fn project(env: &Env, name: &str, script: &str, files: &[(&str, &str)], modules:
         std::os::unix::fs::symlink(m, repo.join("node_modules")).unwrap();
     }
     repo
-}
-
-/// A failure as (name, file, line, message).
-type Failure = (String, Option<String>, Option<u64>, Option<String>);
-
-/// Each failure of the result.
-fn failures(v: &Value) -> Vec<Failure> {
-    v["failures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            let s = |k: &str| f[k].as_str().map(str::to_string);
-            (s("name").unwrap(), s("file"), f["line"].as_u64(), s("message"))
-        })
-        .collect()
 }
 
 /// Runs with a short timeout (`secs`) a project whose suite hangs, and returns the result. jest

@@ -325,6 +325,27 @@ pub fn run_tests_json(env: &Env, repo: &Path, extra: &[&str], vars: &[(&str, &st
     (out.status.code().unwrap_or(-1), v)
 }
 
+/// A failure of a `run-tests --json` result as (name, file, line, message).
+pub type RunFailure = (String, Option<String>, Option<u64>, Option<String>);
+
+/// Each failure of a `run-tests --json` result, in order (the reader the run-tests tests share).
+pub fn run_failures(v: &serde_json::Value) -> Vec<RunFailure> {
+    v["failures"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no failures list: {v}"))
+        .iter()
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().map(str::to_string);
+            (
+                s("name").unwrap_or_else(|| panic!("a failure without a name: {f}")),
+                s("file"),
+                f["line"].as_u64(),
+                s("message"),
+            )
+        })
+        .collect()
+}
+
 /// A test tool `.ci/run` installs, from the environment variable `var` naming its directory:
 /// under CI it must be set; elsewhere `None`, with a notice that `what` is skipped.
 pub fn installed_tool(var: &str, what: &str) -> Option<PathBuf> {
