@@ -73,11 +73,11 @@ pub(super) fn unnamed(runner: Runner) -> Option<String> {
                 .into(),
         ),
         Runner::Jest => Some(
-            "the output named no test running at the timeout: docdex's reporter beside jest's names each test as it starts, but jest running in band (one test file, or --runInBand) calls it on the tests' own event loop, which a test blocking it (a synchronous endless loop) never lets run"
+            "the output named no test running at the timeout: docdex's reporter beside jest's writes a line as each test file and each test starts, and none was left running (a hang before jest started a test file, or in jest itself)"
                 .into(),
         ),
         Runner::Vitest => Some(
-            "the output named no test running at the timeout: docdex's reporter beside vitest's names each test as it starts (vitest 3 and later), but a worker sends a test's start in batches, which a test blocking the worker's event loop (a synchronous endless loop) never lets go"
+            "the output named no test running at the timeout: docdex's reporter beside vitest's names each test file and test as vitest reports it started (vitest 3 and later), and none was left running (a hang before vitest started a test file, or in vitest itself)"
                 .into(),
         ),
         Runner::Npm => Some(

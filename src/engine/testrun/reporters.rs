@@ -6,11 +6,15 @@
 //! ends), so a run killed at its timeout named no test; the lines left without their end do.
 //!
 //! What they cannot name (checked with node 20.20, mocha 11.8 and 12.0, jest 30.5, vitest 3.2): a test
-//! that blocks its process's event loop (`for (;;) {}`) under jest running in band (one file,
-//! or `--runInBand`: its reporters are called on the blocked loop) and under vitest (a worker
-//! sends its events in batches); node names only its file (the file's process sends nothing
-//! while it spins); mocha and jest's workers name it. vitest before 3 has no per-test events,
-//! and mocha's `--parallel` reports a file's tests only once the file ends.
+//! that blocks its process's event loop (`for (;;) {}`) under vitest (its worker sends a test's
+//! start in batches, on a timer the loop never lets fire) and under node (the file's process
+//! sends nothing while it spins): only its file is named, `in FILE`, the test unknown. mocha and
+//! jest name it, in band too (jest's reporter writes its line at once, past the default
+//! reporter's buffer of stdout, flushed on a timer). vitest 3.2 may also leave a test that waits
+//! (not blocking) unannounced: its worker's throttled send (100 ms) is dropped when its timer
+//! fires exactly 100 ms after the last send, and nothing sends again while the test waits.
+//! vitest before 3 has no per-test events, and mocha's `--parallel` reports a file's tests only
+//! once the file ends.
 
 use super::hung::Running;
 use super::location::relative;
@@ -129,8 +133,9 @@ pub(super) fn running(out: &str, root: &str) -> Vec<Running> {
 }
 
 /// What the failure says of a test left running: its name and where it is declared, or, for a
-/// file none of whose tests was seen running, the file (node's process for a file sends no event
-/// while a test blocks its event loop).
+/// file none of whose tests was seen running, the file, `in FILE`, saying the test is unknown
+/// (node's process for a file and vitest's worker send no event while a test blocks their event
+/// loop): a name is never guessed.
 fn named(s: &Said, root: &str) -> Running {
     let file = s.file.as_deref().map(|f| relative(f.strip_prefix("file://").unwrap_or(f), root));
     match (s.is_file(), &file) {
@@ -138,7 +143,7 @@ fn named(s: &Said, root: &str) -> Running {
             name: f.clone(),
             file: file.clone(),
             what: format!(
-                "{f}, no test of it reported running (a hang loading it, in a hook, in a handle it left open, or in a test blocking the event loop before its start was sent)"
+                "in {f}, the test unknown (none of its tests was reported running: a hang loading it, in a hook, in a handle it left open, or in a test blocking the event loop before the runner sent its start)"
             ),
         },
         _ => {
@@ -191,7 +196,10 @@ mod tests {
         .concat();
         let r = running(&out, "/r");
         assert_eq!(r.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["math › adds", "b.test.js"]);
-        assert!(r[1].what.starts_with("b.test.js, no test of it reported running"), "{r:?}");
+        assert!(
+            r[1].what.starts_with("in b.test.js, the test unknown (none of its tests was reported running"),
+            "{r:?}"
+        );
         // Every test and file ended: nothing is named; garbage lines are passed over.
         let done = format!(
             "{}{}# docdex:start not json\n",
