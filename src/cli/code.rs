@@ -8,6 +8,7 @@ use crate::engine::protocol::{
     SymbolsResponse, SymbolsStatus,
 };
 use crate::engine::Engine;
+use std::process::ExitCode;
 
 /// Arguments of `docdex symbols`.
 #[derive(Debug, clap::Args)]
@@ -138,16 +139,29 @@ pub fn symbols(engine: &Engine, out: &Out, a: SymbolsArgs) -> anyhow::Result<()>
     }
 }
 
-/// Runs `docdex symbols-status`.
-pub fn status(engine: &Engine, out: &Out, a: StatusArgs) -> anyhow::Result<()> {
+/// Runs `docdex symbols-status`. A repository with no symbol store fails as `docdex status`
+/// does (exit 3, naming `docdex index`); with `--json` the status document (`state:
+/// not_built`) is still printed for scripts, the error going to stderr alone.
+pub fn status(engine: &Engine, out: &Out, a: StatusArgs) -> anyhow::Result<ExitCode> {
     let path = a.repo.resolve()?;
     let s = engine.symbols_status(&path)?;
-    if a.json {
-        out.json(&s)
-    } else {
+    let not_built = engine.symbols_not_built(&s);
+    if !a.json {
+        if let Some(e) = not_built {
+            return Err(e.into());
+        }
         print_status(out, &s);
-        Ok(())
+        return Ok(ExitCode::SUCCESS);
     }
+    out.json(&s)?;
+    Ok(match not_built {
+        Some(e) => {
+            let e = anyhow::Error::new(e);
+            eline!("{} {}", super::output::error_prefix(), super::output::guard(&format!("{e:#}"), false));
+            ExitCode::from(super::exit_code(&e))
+        }
+        None => ExitCode::SUCCESS,
+    })
 }
 
 /// Runs `docdex ast search|query`.

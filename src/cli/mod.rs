@@ -716,7 +716,7 @@ fn dispatch(engine: Engine, out: &Out, home: Option<&Path>, command: Command) ->
         Command::RunTests(args) => return run_tests::run(&engine, out, args),
         Command::Graph { action } => impact::run_graph(&engine, out, action)?,
         Command::Symbols(args) => code::symbols(&engine, out, args)?,
-        Command::SymbolsStatus(args) => code::status(&engine, out, args)?,
+        Command::SymbolsStatus(args) => return code::status(&engine, out, args),
         Command::Ast { action } => code::ast(&engine, out, action)?,
         Command::Serve { repo, http } => serve::serve(engine, repo.resolve()?, http)?,
         Command::Daemon { action: Some(action), .. } => return serve::daemon_action(&engine, out, action),

@@ -692,16 +692,49 @@ fn cli_json_contracts_for_symbols_and_ast() {
     assert!(text.contains("method") && text.contains("Store.get") && text.contains("src/store.rs:5"), "{text}");
 }
 
+/// `symbols-status` on a repository never indexed fails as `docdex status` does there (exit 3,
+/// naming `docdex index`); it printed a table of zeros and exited 0. `--json` still prints the
+/// `not_built` document for scripts, with exit 3; the engine call behind `GET
+/// /v1/symbols/status` keeps answering it (`docdex check` reads it as info).
 #[test]
 fn a_repo_never_indexed_says_what_to_run() {
     let env = Env::new();
     let repo = env.repo("fresh");
+    write(&repo, "a.py", "def alpha():\n    pass\n");
     let r = repo.to_str().unwrap();
     let out = env.run(&["symbols", "--repo", r, "anything"]);
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("docdex index --repo"));
-    let v = env.json(&["symbols-status", "--repo", r, "--json"]);
+
+    let status = env.run(&["status", "--repo", r]);
+    let out = env.run(&["symbols-status", "--repo", r]);
+    assert_eq!((out.status.code(), status.status.code()), (Some(3), Some(3)));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not indexed yet; run `docdex index --repo"), "{stderr}");
+    assert_eq!(stderr, String::from_utf8_lossy(&status.stderr), "the same message as docdex status");
+    assert!(out.stdout.is_empty(), "no table of zeros: {}", String::from_utf8_lossy(&out.stdout));
+
+    let out = env.run(&["symbols-status", "--repo", r, "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document on stdout");
     assert_eq!(v["state"], "not_built");
+    assert!(v["messages"].to_string().contains("docdex index --repo"), "{v}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("docdex index --repo"));
+    assert_eq!(env.engine().symbols_status(&repo).unwrap().state, "not_built", "GET /v1/symbols/status answers it");
+
+    // Indexed, its symbol store lost: exit 3 as `docdex symbols` there, then fine once re-indexed.
+    env.json(&["index", "--repo", r, "--json"]);
+    assert_eq!(env.json(&["symbols-status", "--repo", r, "--json"])["state"], "ready");
+    let engine = env.engine();
+    std::fs::remove_file(db_path(&engine.resolve_repo(&repo).unwrap())).unwrap();
+    let out = env.run(&["symbols-status", "--repo", r]);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no symbols have been extracted") && stderr.contains("docdex index --repo"), "{stderr}");
+    env.json(&["index", "--repo", r, "--json"]);
+    let out = env.run(&["symbols-status", "--repo", r]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ready"));
 }
 
 #[test]

@@ -215,6 +215,21 @@ impl Engine {
         }
     }
 
+    /// The error a command answers for a [`Self::symbols_status`] of state `not_built`, as
+    /// `docdex status` and the symbol queries answer there: not indexed yet (or a first run under
+    /// way, [`Engine::explain_not_indexed`]), or indexed with no symbols extracted yet; both name
+    /// `docdex index` (exit 3). None for any other state. The HTTP route and the MCP tool keep
+    /// `not_built` as a valid answer; only the command line turns it into a failure.
+    pub fn symbols_not_built(&self, status: &SymbolsStatus) -> Option<Error> {
+        if status.state != "not_built" {
+            return None;
+        }
+        Some(match self.resolve_repo(&status.repo) {
+            Ok(repo) => self.explain_not_indexed(missing_store(&repo)),
+            Err(e) => e,
+        })
+    }
+
     /// The symbol store's state: counts per language, parser drift, whether a re-index is needed.
     pub fn symbols_status(&self, repo_path: &Path) -> Result<SymbolsStatus> {
         let repo = self.resolve_repo(repo_path)?;
