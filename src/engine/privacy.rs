@@ -443,6 +443,22 @@ impl FileMasker {
         found.sort_by_key(|f| f.range.start);
         (render(text, &found), found)
     }
+
+    /// Line `line_no` of the file masked as [`Self::mask`] masks it, but only from byte `from`
+    /// on (an AST sample starting at its node's column). The whole line is scanned, since a
+    /// secret may be told by what precedes it (`password = "..."`); a secret straddling `from`
+    /// is shown masked from its start. A `from` that is no char boundary of `line` means 0.
+    pub fn mask_from(&self, line: &str, line_no: u32, from: usize) -> String {
+        let from = if line.is_char_boundary(from) { from } else { 0 };
+        let (_, found) = self.mask(line, line_no);
+        let from = found.iter().find(|f| f.range.start < from && from < f.range.end).map_or(from, |f| f.range.start);
+        let tail: Vec<Finding> = found
+            .into_iter()
+            .filter(|f| f.range.start >= from)
+            .map(|f| Finding { kind: f.kind, range: f.range.start - from..f.range.end - from })
+            .collect();
+        render(line.get(from..).unwrap_or_default(), &tail)
+    }
 }
 
 /// A whole file's text with its private keys' bodies blanked (spaces; the length, line ends and
@@ -737,6 +753,25 @@ mod tests {
         assert!(!masked.contains(&body[1]), "{masked}");
         // A marker alone (a truncated paste) is still taken for a key.
         assert_eq!(kinds("-----BEGIN OPENSSH PRIVATE KEY-----"), [PiiKind::PrivateKey]);
+    }
+
+    /// An AST sample starts at its node's column; the secret it shows is still found by what
+    /// precedes it on the line, and one the column falls inside is shown masked whole.
+    #[test]
+    fn a_line_masked_from_a_column_keeps_what_the_whole_line_tells() {
+        let line = "let n = 1; pub const DB_PASSWORD: &str = \"Tq8vR2mK9x!\"; let m = 2;";
+        let masker = FileMasker::new(line);
+        let whole = masker.mask(line, 1).0;
+        assert!(!whole.contains("Tq8vR2mK9x"), "{whole}");
+        let at = |s: &str| line.find(s).unwrap();
+        let value = masker.mask_from(line, 1, at("\"Tq8"));
+        assert!(value.starts_with('"') && !value.contains("Tq8vR2mK9x"), "{value}");
+        assert!(whole.ends_with(&value), "the whole line's masking, cut: {value} / {whole}");
+        let inside = masker.mask_from(line, 1, at("R2mK"));
+        assert!(!inside.contains("R2mK") && whole.ends_with(&inside), "{inside}");
+        assert_eq!(masker.mask_from(line, 1, at("let m")), "let m = 2;");
+        assert_eq!(masker.mask_from(line, 1, 0), whole);
+        assert_eq!(masker.mask_from(line, 1, 10_000), whole, "past the end: the whole line");
     }
 
     #[test]

@@ -493,7 +493,8 @@ fn ast_query_field_filter_finds_nodes_by_the_field_they_fill() {
         got,
         [("a.py", vec![(1, Some("one")), (4, Some("K")), (5, Some("three"))]), ("c.rs", vec![(1, Some("four"))])]
     );
-    assert_eq!(r.results[0].samples[2].text, "def three(self):");
+    // The text starts at the node (the identifier), as a sample's column says.
+    assert_eq!((r.results[0].samples[2].column, r.results[0].samples[2].text.as_str()), (Some(9), "three(self):"));
     // With a name, only that node.
     let r = query(&["identifier"], "name", Some("THREE")).unwrap();
     assert_eq!((r.total_files, r.total_matches), (1, 1));
@@ -735,6 +736,110 @@ fn a_repo_never_indexed_says_what_to_run() {
     let out = env.run(&["symbols-status", "--repo", r]);
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("ready"));
+}
+
+/// A one-line (minified) JS file of many functions.
+fn minified_js(n: usize) -> String {
+    (0..n).map(|i| format!("function f{i}(a,b){{return a+b*{i}}}")).collect()
+}
+
+/// The samples' (column, text) of an `ast query` answer's first file, as JSON.
+fn sample_columns(v: &serde_json::Value) -> Vec<(u64, String)> {
+    v["results"][0]["samples"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no samples: {v}"))
+        .iter()
+        .map(|s| (s["column"].as_u64().unwrap_or(0), s["text"].as_str().unwrap_or("").to_string()))
+        .collect()
+}
+
+/// The samples of a minified file are all on line 1; each shows the text from its own node's
+/// column (they all showed the line's start), cut at 160 characters with `…`: stored samples
+/// keep the column (store schema 2). The CLI, `POST /v1/ast/query` and the MCP tool answer the
+/// same engine call; so does the `--field` query, which parses the file again.
+#[tokio::test]
+async fn ast_samples_on_one_minified_line_start_at_their_nodes() {
+    use crate::server_util::{client, Server};
+    let env = Env::new();
+    let repo = env.repo("min");
+    let line = minified_js(300);
+    write(&repo, "dist/app.min.js", &line);
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let col = |f: &str| line.find(&format!("function {f}(")).unwrap() as u64 + 1;
+
+    let args = ["ast", "query", "--repo", r, "--kinds", "function_declaration", "--json"];
+    let cli = env.json(&args);
+    assert_eq!(cli["results"][0]["samples"][0]["line_start"], 1);
+    let samples = sample_columns(&cli);
+    let want: Vec<u64> = ["f0", "f1", "f2"].iter().map(|f| col(f)).collect();
+    assert_eq!(samples.iter().map(|(c, _)| *c).collect::<Vec<_>>(), want, "{cli}");
+    for (i, (c, text)) in samples.iter().enumerate() {
+        let from = &line[*c as usize - 1..];
+        assert!(text.starts_with(&format!("function f{i}(a,b)")), "{text}");
+        assert_eq!(text.chars().count(), 161, "{text}");
+        assert_eq!(*text, format!("{}…", &from[..160]));
+    }
+
+    let field = ["ast", "query", "--repo", r, "--kinds", "identifier", "--field", "name", "--sample-limit", "2"];
+    let named = sample_columns(&env.json(&[&field[..], &["--json"]].concat()));
+    assert_eq!(named.iter().map(|(c, _)| *c).collect::<Vec<_>>(), [col("f0") + 9, col("f1") + 9]);
+    assert!(named[0].1.starts_with("f0(a,b){return a+b*0}function f1") && named[1].1.starts_with("f1(a,b)"));
+    // The human output shows each node's own text too.
+    let human = String::from_utf8_lossy(&env.run(&args[..args.len() - 1]).stdout).into_owned();
+    assert!(human.contains("function f1(a,b){return a+b*1}function f2") && human.contains("…"), "{human}");
+
+    let server = Server::start(&env, &["serve", "--repo", r, "--no-watch"], &[]);
+    let body = serde_json::json!({"kinds": ["function_declaration"]});
+    let resp = client().post(server.url("/v1/ast/query")).json(&body).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let http: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(sample_columns(&http), samples);
+    drop(server);
+
+    let mut mcp = crate::util::McpStdio::start(&env, &["--repo", r], serde_json::json!({}));
+    let result = mcp.call("docdex_ast_query", serde_json::json!({"kinds": ["function_declaration"]}));
+    assert_eq!(result["isError"], false, "{result}");
+    let tool: serde_json::Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(sample_columns(&tool), samples);
+}
+
+/// A store written before samples kept their column (schema 1, `kind:line-end`) is refused by
+/// the queries with the command to run, and the next index run rebuilds it whole: every code
+/// file parsed again, the samples then with columns.
+#[test]
+fn a_store_of_the_previous_schema_is_rebuilt_by_the_next_run() {
+    let env = Env::new();
+    let repo = env.repo("old");
+    write(&repo, "app.min.js", minified_js(20));
+    write(&repo, "lib.py", "def helper():\n    return 1\n");
+    let engine = env.engine();
+    index(&engine, &repo);
+    let rr = engine.resolve_repo(&repo).unwrap();
+    let conn = rusqlite::Connection::open(db_path(&rr)).unwrap();
+    conn.execute("UPDATE files SET ast_samples = 'function_declaration:1,1,1' WHERE path = 'app.min.js'", []).unwrap();
+    drop(conn);
+    set_meta(&engine, &repo, "schema", "1");
+
+    let r = repo.to_str().unwrap();
+    let out = env.run(&["ast", "query", "--repo", r, "--kinds", "function_declaration"]);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("store schema 1, this build reads 2") && stderr.contains("docdex index --repo"),
+        "{stderr}"
+    );
+    assert_eq!(env.json(&["symbols-status", "--repo", r, "--json"])["state"], "reindex_required");
+
+    let s = index(&engine, &repo);
+    assert_eq!(s.code.unwrap().files_repaired, 2, "both code files parsed again");
+    let req = AstQueryRequest { kinds: vec!["function_declaration".into()], ..Default::default() };
+    let a = engine.ast_query(&repo, &req).unwrap();
+    let columns: Vec<Option<u32>> = a.results[0].samples.iter().map(|s| s.column).collect();
+    assert_eq!(columns, [Some(1), Some(31), Some(61)]);
+    assert!(a.results[0].samples[2].text.starts_with("function f2(a,b)"));
+    assert_eq!(engine.symbols_status(&repo).unwrap().state, "ready");
+    assert_eq!(names(&engine, &repo, "helper").len(), 1);
 }
 
 #[test]

@@ -95,19 +95,36 @@ fn split_kinds(kinds: &[String]) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// The first line of each sample, read from the file on disk, trimmed and cut at 160 characters; with `redact`
-/// (`[privacy] redact_snippets`), secrets and personal data masked first, as in search snippets.
+/// Longest sample text, in characters (`…` marks a cut).
+const SAMPLE_CHARS: usize = 160;
+
+/// Each sample's first line as on disk now, from the node's column when known (on a minified
+/// file every node is on line 1: the line's start would be every sample's text), trimmed and cut
+/// at [`SAMPLE_CHARS`]; with `redact` (`[privacy] redact_snippets`), secrets and personal data
+/// masked first, as in search snippets. A column the line no longer has (the file changed since
+/// the index run) falls back to the line's start.
 fn sample_texts(root: &Path, path: &str, nodes: &mut [AstNode], redact: bool) {
     let Ok(bytes) = crate::engine::fsutil::read_repo_file(root, path) else { return };
     let text = crate::engine::fsutil::decode_text(&bytes);
     let masker = redact.then(|| privacy::FileMasker::new(&text));
     let lines: Vec<&str> = text.lines().collect();
     for n in nodes {
-        if let Some(l) = lines.get(n.line_start.saturating_sub(1) as usize) {
-            let masked = masker.as_ref().map(|m| m.mask(l, n.line_start).0);
-            let t = masked.as_deref().unwrap_or(l).trim();
-            n.text = t.chars().take(160).collect();
-        }
+        let Some(line) = lines.get(n.line_start.saturating_sub(1) as usize) else { continue };
+        let from = n.column.map_or(0, |c| c.saturating_sub(1) as usize);
+        let from = if from < line.len() && line.is_char_boundary(from) { from } else { 0 };
+        let shown = match &masker {
+            Some(m) => std::borrow::Cow::Owned(m.mask_from(line, n.line_start, from)),
+            None => std::borrow::Cow::Borrowed(&line[from..]),
+        };
+        n.text = cut_sample(shown.trim());
+    }
+}
+
+/// `text` cut at [`SAMPLE_CHARS`] characters, ending in `…` when it was longer.
+fn cut_sample(text: &str) -> String {
+    match text.char_indices().nth(SAMPLE_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
     }
 }
 
@@ -327,10 +344,11 @@ impl Engine {
                 .map(|f| {
                     let samples = super::ast::decode_samples(&f.samples, &kinds)
                         .into_iter()
-                        .map(|(kind, a, b)| AstNode {
-                            kind,
-                            line_start: a,
-                            line_end: b,
+                        .map(|s| AstNode {
+                            kind: s.kind,
+                            line_start: s.line_start,
+                            line_end: s.line_end,
+                            column: Some(s.column.saturating_add(1)),
                             name: None,
                             text: String::new(),
                         })
@@ -344,7 +362,7 @@ impl Engine {
         let total_matches = files.iter().map(|f| f.total as u64).sum();
         files.truncate(limit);
         for f in &mut files {
-            f.samples.sort_by_key(|s| (s.line_start, s.line_end));
+            f.samples.sort_by_key(|s| (s.line_start, s.column, s.line_end));
             f.samples.truncate(sample_limit);
             sample_texts(&repo.root, &f.path, &mut f.samples, self.config().privacy.redact_snippets);
         }
@@ -419,6 +437,7 @@ fn field_query(
                     kind: m.kind,
                     line_start: m.line_start,
                     line_end: m.line_end,
+                    column: Some(m.column.saturating_add(1)),
                     name: m.label,
                     text: String::new(),
                 })
@@ -453,6 +472,7 @@ fn named_query(
             kind: s.node_kind,
             line_start: s.line_start,
             line_end: s.line_end,
+            column: None,
             name: Some(s.name),
             text: String::new(),
         });

@@ -2,7 +2,7 @@
 //! text columns per file, so a whole repo's worth is written in one row per file and searched
 //! with `instr`), and how node kinds named by a user are checked against the grammars.
 
-use super::symbols::{AstSummary, KindTable};
+use super::symbols::{AstSample, AstSummary, KindTable};
 use super::Lang;
 use crate::error::{Error, Result};
 
@@ -37,35 +37,51 @@ pub fn count_of(encoded: &str, kind: &str) -> u32 {
     }
 }
 
-/// Encodes the samples as `kind:start-end,line;kind:...`, grouped by kind (a one-line node
-/// is just its line).
+/// Encodes the samples as `kind:line.column-end,line;kind:...`, grouped by kind: a node that
+/// starts at column 0 leaves out `.column`, a one-line node its `-end`. The column (bytes, 0-based)
+/// is what tells apart the samples of a minified file, all on line 1.
 pub fn encode_samples(ast: &AstSummary) -> String {
-    let mut samples: Vec<&(&str, u32, u32)> = ast.samples.iter().collect();
-    samples.sort_by_key(|(kind, _, _)| *kind);
+    let mut samples: Vec<&AstSample> = ast.samples.iter().collect();
+    samples.sort_by_key(|s| s.kind);
     let mut out = String::with_capacity(samples.len() * 12);
     let mut last: Option<&str> = None;
-    for (kind, a, b) in samples {
-        if last == Some(kind) {
+    for s in samples {
+        if last == Some(s.kind) {
             out.push(',');
         } else {
             if last.is_some() {
                 out.push(';');
             }
-            out.push_str(kind);
+            out.push_str(s.kind);
             out.push(':');
-            last = Some(kind);
+            last = Some(s.kind);
         }
-        if a == b {
-            out.push_str(&a.to_string());
-        } else {
-            out.push_str(&format!("{a}-{b}"));
+        out.push_str(&s.line_start.to_string());
+        if s.column > 0 {
+            out.push_str(&format!(".{}", s.column));
+        }
+        if s.line_end != s.line_start {
+            out.push_str(&format!("-{}", s.line_end));
         }
     }
     out
 }
 
-/// Decodes [`encode_samples`] output for the given kinds: `(kind, line_start, line_end)`.
-pub fn decode_samples(encoded: &str, kinds: &[String]) -> Vec<(String, u32, u32)> {
+/// A sample as [`decode_samples`] reads it back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredSample {
+    /// Node kind.
+    pub kind: String,
+    /// 1-based first line.
+    pub line_start: u32,
+    /// 1-based last line.
+    pub line_end: u32,
+    /// 0-based byte column of the node's start in its first line.
+    pub column: u32,
+}
+
+/// Decodes [`encode_samples`] output for the given kinds; a malformed entry is skipped.
+pub fn decode_samples(encoded: &str, kinds: &[String]) -> Vec<StoredSample> {
     let mut out = Vec::new();
     for group in encoded.split(';') {
         let Some((kind, ranges)) = group.split_once(':') else { continue };
@@ -73,10 +89,11 @@ pub fn decode_samples(encoded: &str, kinds: &[String]) -> Vec<(String, u32, u32)
             continue;
         }
         for r in ranges.split(',') {
-            let (a, b) = r.split_once('-').unwrap_or((r, r));
-            if let (Ok(a), Ok(b)) = (a.parse(), b.parse()) {
-                out.push((kind.to_string(), a, b));
-            }
+            let (start, end) = r.split_once('-').map_or((r, None), |(a, b)| (a, Some(b)));
+            let (line, column) = start.split_once('.').map_or((start, None), |(l, c)| (l, Some(c)));
+            let (Ok(line_start), Ok(column)) = (line.parse(), column.map_or(Ok(0), str::parse)) else { continue };
+            let Ok(line_end) = end.map_or(Ok(line_start), str::parse) else { continue };
+            out.push(StoredSample { kind: kind.to_string(), line_start, line_end, column });
         }
     }
     out
@@ -87,7 +104,7 @@ pub fn decode_samples(encoded: &str, kinds: &[String]) -> Vec<(String, u32, u32)
 pub fn validate_kinds(kinds: &[String]) -> Result<()> {
     if kinds.is_empty() {
         return Err(Error::BadRequest(
-            "no node kinds given: pass --kinds with Tree-sitter node kinds, e.g. --kinds function_definition,class_definition"
+            "no node kinds given: pass Tree-sitter node kinds (`kinds`; the command line's --kinds), e.g. function_definition, class_definition"
                 .into(),
         ));
     }
@@ -167,6 +184,8 @@ pub struct FieldMatch {
     pub line_start: u32,
     /// 1-based last line.
     pub line_end: u32,
+    /// 0-based byte column of the node's start in its first line.
+    pub column: u32,
     /// The node's `name` child, or its own text when it is a leaf.
     pub label: Option<String>,
 }
@@ -202,6 +221,7 @@ pub fn field_matches(
                     kind: node.kind().to_string(),
                     line_start: node.start_position().row as u32 + 1,
                     line_end: node.end_position().row as u32 + 1,
+                    column: u32::try_from(node.start_position().column).unwrap_or(u32::MAX),
                     label,
                 });
             }
@@ -245,11 +265,24 @@ fn similar_kinds(kind: &str, n: usize) -> Vec<String> {
 mod tests {
     use super::*;
 
+    fn sample(kind: &'static str, line_start: u32, line_end: u32, column: u32) -> AstSample {
+        AstSample { kind, line_start, line_end, column }
+    }
+
+    fn stored(kind: &str, line_start: u32, line_end: u32, column: u32) -> StoredSample {
+        StoredSample { kind: kind.into(), line_start, line_end, column }
+    }
+
     #[test]
     fn counts_and_samples_round_trip() {
         let ast = AstSummary {
             counts: vec![("call", 12), ("function_definition", 2)],
-            samples: vec![("function_definition", 1, 9), ("call", 3, 3), ("call", 5, 6)],
+            samples: vec![
+                sample("function_definition", 1, 9, 0),
+                sample("call", 3, 3, 4),
+                sample("call", 5, 6, 0),
+                sample("call", 5, 5, 1234),
+            ],
         };
         let c = encode_counts(&ast);
         assert_eq!(c, " call=12 function_definition=2 ");
@@ -257,9 +290,14 @@ mod tests {
         assert_eq!(count_of(&c, "function_definition"), 2);
         assert_eq!(count_of(&c, "definition"), 0);
         let s = encode_samples(&ast);
-        assert_eq!(s, "call:3,5-6;function_definition:1-9");
-        assert_eq!(decode_samples(&s, &["call".into()]), vec![("call".into(), 3, 3), ("call".into(), 5, 6)]);
-        assert_eq!(decode_samples(&s, &["function_definition".into()]), vec![("function_definition".into(), 1, 9)]);
+        assert_eq!(s, "call:3.4,5-6,5.1234;function_definition:1-9");
+        assert_eq!(
+            decode_samples(&s, &["call".into()]),
+            vec![stored("call", 3, 3, 4), stored("call", 5, 6, 0), stored("call", 5, 5, 1234)]
+        );
+        assert_eq!(decode_samples(&s, &["function_definition".into()]), vec![stored("function_definition", 1, 9, 0)]);
+        // A damaged entry is skipped, its neighbours kept.
+        assert_eq!(decode_samples("call:x.1,2.y,3-z,4.2-5", &["call".into()]), vec![stored("call", 4, 5, 2)]);
     }
 
     #[test]

@@ -21,8 +21,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Version of the tables below; a store with another version is rebuilt by the next index run.
-pub const STORE_SCHEMA: u32 = 1;
+/// Version of the tables below; a store with another version is rebuilt by the next index run
+/// (every code file parsed again; until then symbol and AST queries say to run `docdex index`).
+/// 2: AST samples record their start column (`kind:line.column-end`), so the samples of a
+/// minified file's one line each show their own node.
+pub const STORE_SCHEMA: u32 = 2;
 
 const SCHEMA_SQL: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;

@@ -53,8 +53,31 @@ pub struct Symbol {
 pub struct AstSummary {
     /// `(kind, count)` sorted by kind.
     pub counts: Vec<(&'static str, u32)>,
-    /// `(kind, line_start, line_end)`, at most [`SAMPLES_PER_KIND`] per kind, in source order.
-    pub samples: Vec<(&'static str, u32, u32)>,
+    /// At most [`SAMPLES_PER_KIND`] per kind, in source order.
+    pub samples: Vec<AstSample>,
+}
+
+/// Where one sample node of an [`AstSummary`] starts and ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AstSample {
+    /// Node kind name (`ERROR` for syntax errors).
+    pub kind: &'static str,
+    /// 1-based first line.
+    pub line_start: u32,
+    /// 1-based last line.
+    pub line_end: u32,
+    /// 0-based byte column of the node's start in its first line: on a minified file every
+    /// sample is on line 1, and only the column tells them apart.
+    pub column: u32,
+}
+
+impl AstSample {
+    /// The sample for `node`, named `kind`.
+    fn of(kind: &'static str, node: tree_sitter::Node) -> AstSample {
+        let (line_start, line_end) = lines_of(node);
+        let column = u32::try_from(node.start_position().column).unwrap_or(u32::MAX);
+        AstSample { kind, line_start, line_end, column }
+    }
 }
 
 /// Tree-sitter's id for `ERROR` nodes (`ts_builtin_sym_error`).
@@ -183,8 +206,8 @@ struct Walk<'s, 't> {
     header: bool,
     counts: Vec<u32>,
     error_count: u32,
-    error_samples: Vec<(u32, u32)>,
-    samples: Vec<(u16, u32, u32)>,
+    error_samples: Vec<AstSample>,
+    samples: Vec<AstSample>,
     symbols: Vec<Symbol>,
     scopes: Vec<Scope>,
     /// Node kinds of the ancestors of the current node.
@@ -242,7 +265,7 @@ impl<'s, 't> Walk<'s, 't> {
         } else if id == ERROR_KIND_ID {
             self.error_count += 1;
             if self.error_samples.len() < SAMPLES_PER_KIND {
-                self.error_samples.push(lines_of(node));
+                self.error_samples.push(AstSample::of("ERROR", node));
             }
             self.lead[depth] = None;
         }
@@ -252,8 +275,7 @@ impl<'s, 't> Walk<'s, 't> {
     fn count(&mut self, node: tree_sitter::Node<'_>, id: usize) {
         self.counts[id] += 1;
         if self.counts[id] as usize <= SAMPLES_PER_KIND {
-            let (a, b) = lines_of(node);
-            self.samples.push((id as u16, a, b));
+            self.samples.push(AstSample::of(self.table.names[id], node));
         }
     }
 
@@ -307,15 +329,15 @@ impl<'s, 't> Walk<'s, 't> {
         }
         let mut per_kind: std::collections::HashMap<&'static str, usize> = std::collections::HashMap::new();
         let mut kept = Vec::with_capacity(self.samples.len() + self.error_samples.len());
-        for (id, a, b) in self.samples {
-            let name = table.names[id as usize];
-            let n = per_kind.entry(name).or_default();
+        // Aliased ids share a name: keep the first few per name.
+        for sample in self.samples {
+            let n = per_kind.entry(sample.kind).or_default();
             if *n < SAMPLES_PER_KIND {
                 *n += 1;
-                kept.push((name, a, b));
+                kept.push(sample);
             }
         }
-        kept.extend(self.error_samples.into_iter().map(|(a, b)| ("ERROR", a, b)));
+        kept.extend(self.error_samples);
         FileAnalysis {
             lang: self.lang,
             symbols: self.symbols,
@@ -389,7 +411,7 @@ mod tests {
         assert!(a.symbols.iter().any(|s| s.name == "fine" && s.line_start == 4), "{:?}", a.symbols);
         let e = parsed(Lang::Python, "x = = 1\n");
         assert!(e.ast.counts.iter().any(|(k, n)| *k == "ERROR" && *n >= 1), "{:?}", e.ast.counts);
-        assert!(e.ast.samples.iter().any(|(k, s, _)| *k == "ERROR" && *s == 1));
+        assert!(e.ast.samples.iter().any(|s| s.kind == "ERROR" && s.line_start == 1));
     }
 
     #[test]
@@ -398,8 +420,13 @@ mod tests {
         let a = parsed(Lang::Python, &src);
         let count = a.ast.counts.iter().find(|(k, _)| *k == "function_definition").map(|(_, n)| *n);
         assert_eq!(count, Some(5));
-        let samples: Vec<(u32, u32)> =
-            a.ast.samples.iter().filter(|(k, _, _)| *k == "function_definition").map(|(_, s, e)| (*s, *e)).collect();
+        let samples: Vec<(u32, u32)> = a
+            .ast
+            .samples
+            .iter()
+            .filter(|s| s.kind == "function_definition")
+            .map(|s| (s.line_start, s.line_end))
+            .collect();
         assert_eq!(samples, [(1, 2), (3, 4), (5, 6)]);
         assert!(a.ast.counts.iter().all(|(k, _)| !k.is_empty() && *k != "("), "anonymous tokens are not counted");
     }

@@ -436,10 +436,16 @@ pub struct AstNode {
     pub line_start: u32,
     /// Last line.
     pub line_end: u32,
+    /// 1-based byte column where the node starts in its first line (as ripgrep's `--column`);
+    /// absent for `--name` matches, which the symbol table records by line only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<u32>,
     /// The declared name, for declarations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// The node's first line as it is on disk now (trimmed, at most 160 characters).
+    /// The node's first line as it is on disk now, from the node's column when known (so each
+    /// node of a minified line shows its own text), trimmed, at most 160 characters (`…` when
+    /// cut).
     pub text: String,
 }
 
