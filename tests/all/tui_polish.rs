@@ -300,6 +300,38 @@ mod title_at_100_columns {
         assert!(title(&h, 120).ends_with(" ms "), "wide enough, the timing stays: {}", title(&h, 120));
         snap("tui_search_title_100x30", &h.screen(100, 30));
     }
+
+    /// tour18 F14: the time ended the title in a fixed-width field, `confidence 0.91 ·    2 ms`.
+    /// It now sits unpadded at the right end of the top edge, and a slower search moves neither
+    /// the title nor the time's right end.
+    #[test]
+    fn the_timing_ends_the_top_edge_unpadded_and_moves_nothing() {
+        let mut h = Harness::new().started();
+        answer(&mut h, "session", tui_samples::search_response("session", 100));
+        h.key(KeyCode::Esc);
+        // The frame's top edge up to its corner (at 120 columns the preview's frame follows).
+        let edge = |h: &Harness, w: u16| {
+            let row = h.screen(w, 30).lines().nth(4).unwrap_or_default().to_string();
+            format!("{}╮", row.split('╮').next().unwrap_or_default())
+        };
+        for w in [80, 120] {
+            let fast = edge(&h, w);
+            assert!(fast.starts_with("╭ 100 hits · confidence 0.91 ─"), "{fast}");
+            assert!(fast.ends_with("─ 2 ms ╮"), "the time unpadded, against the corner: {fast}");
+            assert!(!fast.contains("  "), "no blank field: {fast}");
+        }
+        let fast = edge(&h, 80);
+        h.key(KeyCode::Char('i'));
+        let mut slow = tui_samples::search_response("sessions", 100);
+        slow.timing_ms.total = 1234.4;
+        answer(&mut h, "s", slow);
+        h.key(KeyCode::Esc);
+        let slow = edge(&h, 80);
+        assert_eq!(slow.chars().count(), fast.chars().count(), "{fast}\n{slow}");
+        assert!(slow.ends_with("─ 1234 ms ╮"), "{slow}");
+        let title = |e: &str| e.split(" ─").next().unwrap_or_default().to_string();
+        assert_eq!(title(&slow), title(&fast), "the title stays where it was");
+    }
 }
 
 /// tour12 F8: a keymap file's duplicate binding is said with its other mistakes, not after them.

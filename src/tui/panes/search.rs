@@ -457,10 +457,11 @@ impl SearchPane {
 
     /// The results frame's title in `max` cells: at the narrowest split (100 columns) the
     /// least important parts go first (timing, then confidence; the symbols' hint), whole.
-    fn status_title(&self, max: usize) -> String {
+    /// The search's time comes apart, for the right end of the frame's top edge.
+    fn status_title(&self, max: usize) -> (String, Option<String>) {
         if self.mode == Mode::Symbols {
             let shown = widgets::thousands(self.symbols.len() as u64);
-            return match self.symbols_total {
+            let title = match self.symbols_total {
                 n if n > self.symbols.len() => {
                     let n = widgets::thousands(n as u64);
                     widgets::fit_title(
@@ -474,19 +475,20 @@ impl SearchPane {
                 }
                 _ => widgets::fit_title(&[format!(" Symbols ({shown}) ")], max),
             };
+            return (title, None);
         }
         if self.cited {
-            return " Cited file · type to search ".into();
+            return (" Cited file · type to search ".into(), None);
         }
         if self.results_query.is_empty() {
-            return " Results ".into();
+            return (" Results ".into(), None);
         }
         // No hits while the first index is built says nothing about the query: no count yet.
         if self.indexing && self.results.is_empty() {
-            return " Results · indexing ".into();
+            return (" Results · indexing ".into(), None);
         }
         if self.error.is_some() {
-            return " Results · failed ".into();
+            return (" Results · failed ".into(), None);
         }
         // "1 hit", "100 of 2,048 hits": the noun agrees with the last number. The ranking pool
         // holds 1,000 chunks, so a count that reaches it is a lower bound: "1,000+ hits".
@@ -499,17 +501,18 @@ impl SearchPane {
         } else {
             widgets::count(self.results.len() as u64, "hit", "hits")
         };
-        // Fixed width, so the title does not jump as timings change (and whether the timing
-        // fits depends on the count alone).
-        let confidence = format!("confidence {:.2}", self.confidence);
-        widgets::fit_title(
-            &[
-                format!(" {hits} · {confidence} · {:>4.0} ms ", self.took_ms),
-                format!(" {hits} · {confidence} "),
-                format!(" {hits} "),
-            ],
-            max,
-        )
+        let full = format!(" {hits} · confidence {:.2} ", self.confidence);
+        if widgets::width(&full) > max {
+            return (widgets::fit_title(&[format!(" {hits} ")], max), None);
+        }
+        // The time goes on the right end of the top edge, unpadded (` 24 ms `): it used to end
+        // the title in a fixed-width field (`confidence 1.00 ·   24 ms`, tour18 F14). There the
+        // title never moves as timings change. Whether it fits is judged at four digits (and a
+        // cell of border between), so a slower search does not drop it from one frame to the next.
+        let timing = format!(" {:.0} ms ", self.took_ms);
+        let room = widgets::width(&timing).max(widgets::width(" 9999 ms "));
+        let timing = (widgets::width(&full) + 1 + room <= max).then_some(timing);
+        (full, timing)
     }
 
     fn render_query(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
@@ -562,7 +565,14 @@ impl SearchPane {
 
     fn render_results(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) {
         let t = cx.theme;
-        let block = frame(self.status_title(area.width.saturating_sub(2) as usize), cx.focused && !self.typing, t);
+        let max = area.width.saturating_sub(2) as usize;
+        let (title, timing) = self.status_title(max);
+        let focused = cx.focused && !self.typing;
+        let mut block = frame(title, focused, t);
+        if let Some(timing) = timing {
+            let style = t.style(if focused { Slot::TitleFocused } else { Slot::Title });
+            block = block.title_top(Line::styled(timing, style).right_aligned());
+        }
         let inner = block.inner(area);
         block.render(area, buf);
         if inner.height == 0 || inner.width < 4 {
