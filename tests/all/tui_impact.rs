@@ -311,3 +311,47 @@ fn the_key_names_every_mark_the_pane_draws_down_to_40x10() {
     let (_, key) = diagram_and_key(&h.screen(80, 24));
     assert!(!key.contains('⊘') && !key.contains('✖') && key.contains("↻ cycle"), "{key}");
 }
+
+/// tour18 F14: under `NO_COLOR` the danger colour is only bold (as the centre and the
+/// selection's edges are), so with the risk overlay off a file on a cycle back to the centre
+/// (`store.rs`, which imports `session.rs` and is imported by it) looked like any other, and
+/// with it on its `↻` did not say "back to the centre" as red does. Without colours it now
+/// carries `⇄`, overlay on or off, and the key says what it means; with colours nothing changes.
+#[test]
+fn without_colours_a_cycle_back_to_the_centre_carries_a_mark_not_a_colour() {
+    let plain = docdex::tui::theme::Theme::embedded("dark", true).expect("dark").expect("parses");
+    let mut h = Harness::with("").with_theme(plain).started();
+    h.search("session");
+    h.ctrl('g');
+    h.answer_impact(tui_samples::small_graph());
+    let rows = |s: &str, file: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| l.contains(file))
+            .flat_map(|l| l.split('│'))
+            .filter(|c| c.contains(file))
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    for overlay in ["on", "off"] {
+        let s = h.screen(120, 40);
+        assert!(shows(&s, &format!("risk overlay {overlay}")), "{s}");
+        // Both of store.rs's entries (it is on each side of the centre), and the centre.
+        let store = rows(&s, "store.rs ");
+        assert_eq!(store, vec!["⇄ store.rs", "⇄ store.rs"], "{s}");
+        assert!(shows(&s, "⇄ session.rs"), "{s}");
+        for other in ["main.rs", "time.rs 0.60"] {
+            assert!(rows(&s, other).iter().all(|r| !r.contains('⇄')), "{other}: {s}");
+        }
+        let key = s.lines().rev().nth(2).unwrap_or_default();
+        assert!(key.contains("⇄ on a cycle back to the centre") || key.contains("⇄ cycle to centre"), "{s}");
+        assert!(!key.contains("red"), "no colour to name: {s}");
+        h.snap_both(&format!("tui_impact_no_color_overlay_{overlay}"));
+        h.key(KeyCode::Char('r'));
+    }
+    // With colours the danger colour says it, as before: no `⇄`.
+    let mut h = Harness::with("").started();
+    h.search("session");
+    h.ctrl('g');
+    h.answer_impact(tui_samples::small_graph());
+    assert!(!shows(&h.screen(120, 40), "⇄"));
+}

@@ -7,8 +7,9 @@
 //! Edges are rasterised into a grid of connection bits and drawn with the
 //! matching box glyphs; edges the resolver only guessed (confidence < 0.8) are
 //! dashed. Nodes and edges on a cycle through the centre that fits the depth shown take the
-//! theme's danger colour; the selected entry's edges are drawn over the others, in their own
-//! layer, and the entries they reach are outlined.
+//! theme's danger colour (without colours, `NO_COLOR`, such nodes carry `⇄` instead); the
+//! selected entry's edges are drawn over the others, in their own layer, and the entries they
+//! reach are outlined.
 //! The risk overlay adds marks from [`RiskRule`]s: cycles, unresolved imports, and the
 //! constraint rules of profile memory a node breaks ([`ConstraintRule`]: the engine decides
 //! which, `Engine::rule_marks`; the widget only marks, colours and names them).
@@ -34,6 +35,9 @@ pub const WARN_ICON: &str = "⚠";
 pub const RULE_ICON: &str = "✖";
 /// A broken rule against cycles (drawn in the danger colour).
 pub const RULE_DANGER_ICON: &str = "⊘";
+/// What the danger colour says, for a theme without colours (`NO_COLOR`): on a cycle back to
+/// the centre within the depth shown. Drawn with the risk overlay on or off, as the colour is.
+pub const CENTRE_CYCLE_ICON: &str = "⇄";
 
 /// What a node stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1293,14 +1297,9 @@ impl GraphWidget<'_> {
         let model = self.model;
         let n = &model.view.nodes[node];
 
-        let mut prefix = String::new();
-        if self.risk {
-            for m in model.marks(node) {
-                prefix.push_str(m.icon);
-            }
-            if !prefix.is_empty() {
-                prefix.push(' ');
-            }
+        let mut prefix: String = self.shown_marks(node).iter().map(|(icon, _)| *icon).collect();
+        if !prefix.is_empty() {
+            prefix.push(' ');
         }
         let name = model.label(node).to_string();
         // The confidence of a first-level edge, when the resolver was not sure.
@@ -1372,18 +1371,35 @@ impl GraphWidget<'_> {
                 buf.set_style(Rect { x: x + 1, y, width: cells, height: 1 }, underline);
             }
         }
-        if self.risk && !model.marks(node).is_empty() && !selected {
+        if !selected {
             // Colour the marks themselves.
             let mx = if boxed { x + 2 } else { x + 1 };
-            for (k, m) in model.marks(node).iter().enumerate() {
-                let slot = if (m.icon == CYCLE_ICON && model.on_centre_cycle(node)) || m.icon == RULE_DANGER_ICON {
-                    Slot::GraphCycle
-                } else {
-                    Slot::GraphRisk
-                };
-                buf.set_string(mx + k as u16, y, m.icon, t.style(slot));
+            for (k, (icon, slot)) in self.shown_marks(node).into_iter().enumerate() {
+                buf.set_string(mx + k as u16, y, icon, t.style(slot));
             }
         }
+    }
+
+    /// The marks before a node's label, each with the slot it is drawn in: the risk overlay's
+    /// (when on; `↻` and `⊘` in the danger colour where a cycle comes back to the centre).
+    /// Without colours the danger colour says nothing (under `NO_COLOR` it was bold, like the
+    /// centre and the selection's edges), so a file on a cycle back to the centre carries
+    /// [`CENTRE_CYCLE_ICON`] instead, overlay on or off, in place of the overlay's `↻`.
+    fn shown_marks(&self, node: usize) -> Vec<(&'static str, Slot)> {
+        let model = self.model;
+        let centre_cycle = model.on_centre_cycle(node);
+        let plain = self.theme.no_color && centre_cycle;
+        let mut out = Vec::new();
+        if plain {
+            out.push((CENTRE_CYCLE_ICON, Slot::GraphCycle));
+        }
+        if self.risk {
+            for m in model.marks(node).iter().filter(|m| !(plain && m.icon == CYCLE_ICON)) {
+                let danger = (m.icon == CYCLE_ICON && centre_cycle) || m.icon == RULE_DANGER_ICON;
+                out.push((m.icon, if danger { Slot::GraphCycle } else { Slot::GraphRisk }));
+            }
+        }
+        out
     }
 
     /// The selected node's lines, its risk rows and the key to the marks (`key`, on the bottom
@@ -1520,9 +1536,15 @@ impl GraphWidget<'_> {
         if links.iter().any(|l| l.confidence < WEAK_CONFIDENCE) {
             items.push(KeyItem::new(format!("╌ guessed (<{WEAK_CONFIDENCE:.1})"), "╌ guessed", "╌ guessed"));
         }
-        if shown.iter().any(|&n| model.on_cycle(n)) {
+        if shown.iter().any(|&n| model.on_cycle(n)) && !self.theme.no_color {
             let full = format!("{CYCLE_ICON} on a cycle (red: back to the centre within this depth)");
             items.push(KeyItem::new(full, "↻ cycle (red: to centre)", "↻ cycle"));
+        } else if shown.iter().any(|&n| model.on_cycle(n)) {
+            items.push(KeyItem::new(format!("{CYCLE_ICON} on a cycle"), "↻ cycle", "↻ cycle"));
+        }
+        if self.theme.no_color && shown.iter().any(|&n| model.on_centre_cycle(n)) {
+            let full = format!("{CENTRE_CYCLE_ICON} on a cycle back to the centre within this depth");
+            items.push(KeyItem::new(full, "⇄ cycle to centre", "⇄ to centre"));
         }
         match (marked(WARN_ICON), kind(NodeKind::Unresolved)) {
             (true, true) => items.push(KeyItem::new("⚠ ? unresolved".into(), "⚠ ? unresolved", "⚠ ? unresolved")),
