@@ -4,8 +4,10 @@
 
 use crate::tui_support::{shows, Harness};
 use crossterm::event::KeyCode;
-use docdex::engine::protocol::{Category, Preference, ProfileListRequest};
-use docdex::tui::event::{ProfileJob, Request};
+use docdex::engine::protocol::{
+    Category, Preference, PreferenceHit, ProfileListRequest, ProfileSearchResponse, RecallMode,
+};
+use docdex::tui::event::{EngineEvent, ProfileJob, ProfileUpdate, Request};
 
 fn prefs_of(h: &Harness, agent: &str) -> Vec<Preference> {
     h.engine
@@ -420,4 +422,54 @@ fn at_40x10_the_add_form_shows_what_is_typed() {
     let s = h.screen(40, 10);
     assert!(s.contains("text Keep tests fast"), "{s}");
     assert!(s.contains("save") && s.contains("cancel"), "{s}");
+}
+
+/// tour18 F5's rest: a negative score (`-0.25`) took one column more than `0.42` and pushed its
+/// row's text right, and so did a shorter category. Scores and categories now sit in columns of
+/// fixed width. The search's answer is the engine's type with the scores a search by meaning
+/// can give (cosine similarity, -1 to 1); this home has no embedder to give them for real.
+#[test]
+fn a_negative_search_score_keeps_the_rows_text_in_its_column() {
+    let mut h = open_on("mcoda_backend");
+    h.key(KeyCode::Char('/'));
+    h.typ("database access");
+    h.key(KeyCode::Enter);
+    h.pump_except(|r| matches!(r, Request::Profile(ProfileJob::Search(_))));
+    let prefs = prefs_of(&h, "mcoda_backend");
+    // One preference of each category the agent has, first seen first.
+    let mut picked: Vec<Preference> = Vec::new();
+    for p in prefs {
+        if !picked.iter().any(|q| q.category == p.category) {
+            picked.push(p);
+        }
+    }
+    assert!(picked.len() >= 2, "{picked:?}");
+    let scores = [0.42, -0.25, -1.0, 0.0];
+    let results: Vec<PreferenceHit> = picked
+        .iter()
+        .zip(scores)
+        .map(|(p, similarity_score)| PreferenceHit { preference: p.clone(), similarity_score })
+        .collect();
+    let answer = ProfileSearchResponse {
+        agent_id: "mcoda_backend".into(),
+        query: "database access".into(),
+        mode: RecallMode::Vector,
+        results: results.clone(),
+        notice: None,
+    };
+    h.engine_event(EngineEvent::Profile(ProfileUpdate::Searched(Ok(answer))));
+    for (w, rows) in [(80, 24), (120, 40)] {
+        let s = h.screen(w, rows);
+        assert!(shows(&s, "-0.25 "), "{s}");
+        let starts: Vec<usize> = results
+            .iter()
+            .map(|hit| {
+                let head: String = hit.preference.content.chars().take(8).collect();
+                let line = s.lines().find(|l| l.contains(&head)).unwrap_or_else(|| panic!("{head} drawn: {s}"));
+                line[..line.find(&head).unwrap_or(0)].chars().count()
+            })
+            .collect();
+        assert!(starts.windows(2).all(|p| p[0] == p[1]), "every row's text starts in one column: {starts:?}\n{s}");
+    }
+    h.snap_both("tui_profile_search_negative");
 }

@@ -651,8 +651,10 @@ impl ProfilePane {
                 (None, _) => String::new(),
             };
             let mut tail = provenance(p, cx.epoch_ms);
+            // Scores and categories in columns of fixed width, so every row's text starts in
+            // the same column (a negative score took one more, tour18 F5).
             let lead = match &score {
-                Some(s) => format!("  {s}{} ", p.category),
+                Some(s) => format!(" {s}{:<w$} ", p.category.name(), w = category_width()),
                 None => "   ".into(),
             };
             // In a narrow pane the source and age go first, then the rule shortens: the row
@@ -1125,11 +1127,18 @@ impl Pane for ProfilePane {
     }
 }
 
-/// A search hit's similarity as the list shows it: a score that rounds to zero is `0.00`, not
-/// `-0.00`, whose sign pushed its row a column right of the others (tour18 F5).
+/// A search hit's similarity as the list shows it, right-aligned in five cells: a cosine
+/// similarity runs from -1 to 1 (a share of words from 0 to 1), so `-1.00` fits and a
+/// negative score no longer pushes its row a column right of the others (tour18 F5). A score
+/// that rounds to zero is `0.00`, not `-0.00`.
 fn score_text(score: f32) -> String {
     let score = if score.abs() < 0.005 { 0.0 } else { score };
-    format!("{score:.2} ")
+    format!("{score:>5.2} ")
+}
+
+/// The widest category name: search results show the category in a column this wide.
+fn category_width() -> usize {
+    Category::ALL.iter().map(|c| c.name().len()).max().unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -1149,9 +1158,15 @@ mod tests {
 
     #[test]
     fn a_score_that_rounds_to_zero_has_no_sign() {
-        assert_eq!(score_text(-0.001), "0.00 ");
-        assert_eq!(score_text(-0.0), "0.00 ");
-        assert_eq!(score_text(0.304), "0.30 ");
+        assert_eq!(score_text(-0.001), " 0.00 ");
+        assert_eq!(score_text(-0.0), " 0.00 ");
+    }
+
+    #[test]
+    fn scores_take_the_same_width_whatever_their_sign() {
+        assert_eq!(score_text(0.304), " 0.30 ");
         assert_eq!(score_text(-0.25), "-0.25 ");
+        assert_eq!(score_text(-1.0), "-1.00 ");
+        assert_eq!(score_text(1.0), " 1.00 ");
     }
 }
