@@ -494,7 +494,7 @@ fn ast_query_field_filter_finds_nodes_by_the_field_they_fill() {
         [("a.py", vec![(1, Some("one")), (4, Some("K")), (5, Some("three"))]), ("c.rs", vec![(1, Some("four"))])]
     );
     // The text starts at the node (the identifier), as a sample's column says.
-    assert_eq!((r.results[0].samples[2].column, r.results[0].samples[2].text.as_str()), (Some(9), "three(self):"));
+    assert_eq!((r.results[0].samples[2].column, r.results[0].samples[2].text.as_str()), (Some(9), "def three(self):"));
     // With a name, only that node.
     let r = query(&["identifier"], "name", Some("THREE")).unwrap();
     assert_eq!((r.total_files, r.total_matches), (1, 1));

@@ -110,13 +110,27 @@ fn sample_texts(root: &Path, path: &str, nodes: &mut [AstNode], redact: bool) {
     let lines: Vec<&str> = text.lines().collect();
     for n in nodes {
         let Some(line) = lines.get(n.line_start.saturating_sub(1) as usize) else { continue };
-        let from = n.column.map_or(0, |c| c.saturating_sub(1) as usize);
-        let from = if from < line.len() && line.is_char_boundary(from) { from } else { 0 };
+        let from = sample_start(line, n.column);
         let shown = match &masker {
             Some(m) => std::borrow::Cow::Owned(m.mask_from(line, n.line_start, from)),
             None => std::borrow::Cow::Borrowed(&line[from..]),
         };
         n.text = cut_sample(shown.trim());
+    }
+}
+
+/// Where a sample's text starts: the whole line when it fits (`def three(self):` reads better
+/// than `three(self):`), else the node's column (1-based), or the line's start when the column
+/// is unknown or no longer on the line.
+fn sample_start(line: &str, column: Option<u32>) -> usize {
+    if line.trim().chars().count() <= SAMPLE_CHARS {
+        return 0;
+    }
+    let from = column.map_or(0, |c| c.saturating_sub(1) as usize);
+    if from < line.len() && line.is_char_boundary(from) {
+        from
+    } else {
+        0
     }
 }
 
