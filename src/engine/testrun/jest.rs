@@ -19,6 +19,9 @@ struct Block {
     message: Vec<String>,
     frames: Vec<String>,
     in_frame: bool,
+    /// vitest's: ended only by its `⎯` rule (or the next header), as vitest prints failures on
+    /// stderr and its summary on stdout, whose lines docdex may read in the middle of a block.
+    vitest: bool,
 }
 
 /// Reads jest's or vitest's output (colours off) from a run in `root`.
@@ -36,10 +39,16 @@ pub(super) fn read(out: &str, root: &str) -> Outcome {
                 message: Vec::new(),
                 frames: Vec::new(),
                 in_frame: false,
+                vitest: t.starts_with("FAIL"),
             });
         } else if ends_block(t) {
-            finish(block.take(), &mut o, root);
+            if !block.as_ref().is_some_and(|b| b.vitest && !t.starts_with('⎯')) {
+                finish(block.take(), &mut o, root);
+            }
             counts(t, &mut o);
+        } else if block.as_ref().is_some_and(|b| b.vitest) && (t.starts_with("Start at ") || t.starts_with("Duration "))
+        {
+            // The rest of vitest's summary, read inside a block: no line of the failure.
         } else if let Some(b) = block.as_mut() {
             gather(b, t);
         }
@@ -202,6 +211,36 @@ mod tests {
                     Some("Error: n should be one (asserted at test/helper.js:2)")
                 ),
             ]
+        );
+    }
+
+    #[test]
+    fn vitest_summary_read_inside_a_failure_block_leaves_it_whole() {
+        // vitest 3.2.7 printing its failure on stderr and its summary on stdout, read interleaved
+        // (seen in a run): the summary ended the block, and the failure lost its line.
+        let out = " FAIL  test/math.test.mjs > math > breaks
+AssertionError: expected 2 to be 3 // Object.is equality
+
+ Test Files  1 failed (1)
+      Tests  1 failed | 1 passed (2)
+   Start at  21:57:37
+   Duration  457ms (transform 53ms)
+
+- Expected
++ Received
+
+ ❯ test/math.test.mjs:7:19
+      7|     expect(1 + 1).toBe(3);
+
+⎯⎯⎯⎯⎯⎯⎯⎯⎯[1/1]⎯
+";
+        let o = read(out, "/r");
+        assert_eq!((o.passed, o.failed, o.counted), (1, 1, true));
+        let f = &o.failures[0];
+        assert_eq!((f.file.as_deref(), f.line), (Some("test/math.test.mjs"), Some(7)));
+        assert_eq!(
+            f.message.as_deref(),
+            Some("AssertionError: expected 2 to be 3 // Object.is equality - Expected + Received")
         );
     }
 }
