@@ -4,9 +4,11 @@
 
 use super::browser::Chromium;
 use super::policy::{Origin, UrlPolicy};
+use super::source::BodyFailure;
 use crate::engine::cancel::{CancelToken, CANCEL_TICK};
 use crate::error::{Error, Result};
 use headless_chrome::browser::tab::RequestPausedDecision;
+use headless_chrome::browser::transport::{SessionId, Transport};
 use headless_chrome::protocol::cdp::types::Event;
 use headless_chrome::protocol::cdp::Fetch::{events::RequestPausedEvent, FailRequest, RequestPattern, RequestStage};
 use headless_chrome::protocol::cdp::Network::{ErrorReason, ResourceType};
@@ -305,15 +307,32 @@ pub fn xml_source(content_type: &str) -> bool {
     mime.contains("xml") && !mime.contains("html")
 }
 
+/// Whether a document is read as its source ([`as_page`]) rather than as a page the browser
+/// renders: a `text/` type other than HTML, or XML ([`xml_source`]). Chromium shows a text
+/// file as one preformatted block, a few XML types as a tree, and downloads the rest
+/// (`text/csv`, `application/rls-services+xml`); none runs a script. In the browser such a
+/// document is read from the tab's own response (`web::source`), so it is requested once.
+/// An unlabelled document is the browser's to sniff.
+pub fn read_as_source(content_type: &str) -> bool {
+    let ct = content_type.trim().to_ascii_lowercase();
+    (ct.starts_with("text/") && !ct.contains("html")) || xml_source(&ct)
+}
+
+/// What a fetch's notes say of a page the browser read as its source ([`read_as_source`]).
+pub fn source_note(content_type: &str) -> String {
+    let mime = content_type.split(';').next().unwrap_or("").trim();
+    let kind = if xml_source(mime) { "an XML document" } else { "a text document" };
+    format!("read as its source: {kind} ({mime}), which the browser does not render as a page; read once, from its response")
+}
+
 /// A text page as the markup the browser makes of it: Chromium shows a `text/plain` (or any
 /// `text/` type but HTML) document as one `<pre>` block, its markup escaped. Plain HTTP
 /// handed such a body to the HTML extractor as it came, which ran its lines together (a
 /// README.txt, a raw source file became one paragraph) and read `<b>` in it as markup. An XML
-/// document ([`xml_source`]) is read the same way: its source, lines and tags kept.
+/// document ([`xml_source`]) is read the same way: its source, lines and tags kept. Every
+/// document [`read_as_source`] names is wrapped; any other body is returned as it is.
 pub fn as_page(body: String, content_type: &str) -> String {
-    let ct = content_type.trim().to_ascii_lowercase();
-    let text = ct.starts_with("text/") && !ct.contains("html");
-    if !text && !xml_source(&ct) {
+    if !read_as_source(content_type) {
         return body;
     }
     let mut page = String::with_capacity(body.len() + 64);
@@ -365,9 +384,19 @@ pub struct Rendered {
     pub final_url: String,
     /// The document's HTTP status, when seen.
     pub status: Option<u16>,
-    /// The document is XML ([`xml_source`]): the tab did not load it, and the caller reads it
-    /// over plain HTTP, as the `http` engine does, so both engines read it alike.
-    pub xml: bool,
+    /// The `Content-Type` of a document read as its source ([`read_as_source`]): `html` is
+    /// [`as_page`] of the body the tab's response carried, which the tab did not render.
+    pub source: Option<String>,
+}
+
+/// A document read as its source from the tab's response.
+struct Source {
+    /// [`as_page`] of its body.
+    page: String,
+    /// Its URL (after redirects).
+    url: String,
+    /// Its `Content-Type`, lowercased.
+    content_type: String,
 }
 
 /// What the tab's request checks refused, for the error that explains a failed load.
@@ -384,8 +413,9 @@ struct Refused {
     /// headers arrive: Chromium fails an error answer without a body
     /// (`net::ERR_HTTP_RESPONSE_CODE_FAILURE`), and this is the status that failure stands for.
     status: Option<u16>,
-    /// A document was XML ([`xml_source`]) and failed in the tab, to be read over plain HTTP.
-    xml: bool,
+    /// The page, read as its source from its response ([`read_as_source`]); the tab then
+    /// failed it, so the load ends failed and this answers for it.
+    source: Option<Source>,
 }
 
 /// Why a document was failed in the tab.
@@ -400,7 +430,8 @@ enum DocRefusal {
 }
 
 /// The rules a tab applies to each paused request: the URL rules before it is sent, the
-/// document rule ([`refuse_document`]) when a document's response headers arrive.
+/// document rule ([`refuse_document`]) when a document's response headers arrive, and the
+/// page's body read as its source when it is not one the browser renders ([`read_as_source`]).
 struct TabRules {
     rules: UrlPolicy,
     first: Url,
@@ -408,27 +439,42 @@ struct TabRules {
     page_host: String,
     max_bytes: u64,
     refused: Arc<Mutex<Refused>>,
+    /// The tab's target id, which is its main frame's id: only the page itself is read as its
+    /// source, never a frame inside it.
+    main_frame: String,
+    /// When the page's load runs out of time (`page_load_timeout_secs`).
+    deadline: Instant,
+    timeout: Duration,
+}
+
+/// Fails a paused request in the tab.
+fn fail_request(request_id: &str) -> RequestPausedDecision {
+    RequestPausedDecision::Fail(FailRequest {
+        request_id: request_id.to_string(),
+        error_reason: ErrorReason::BlockedByClient,
+    })
+}
+
+/// A header of a paused response, by its name in any case.
+fn response_header(ev: &RequestPausedEvent, name: &str) -> Option<String> {
+    let headers = ev.params.response_headers.as_ref()?;
+    headers.iter().find(|e| e.name.eq_ignore_ascii_case(name)).map(|e| e.value.clone())
 }
 
 impl TabRules {
-    fn decide(&self, ev: &RequestPausedEvent) -> RequestPausedDecision {
+    /// Pauses every request of `tab` ([`checked_requests`]) for these rules to decide.
+    fn enable(self, tab: &headless_chrome::Tab) -> anyhow::Result<()> {
+        tab.enable_fetch(Some(&checked_requests()), None)?;
+        tab.enable_request_interception(Arc::new(move |t: Arc<Transport>, s: SessionId, ev: RequestPausedEvent| {
+            self.decide(&t, &s, &ev)
+        }))
+    }
+
+    fn decide(&self, transport: &Transport, session: &SessionId, ev: &RequestPausedEvent) -> RequestPausedDecision {
         let p = &ev.params;
-        let fail = || {
-            RequestPausedDecision::Fail(FailRequest {
-                request_id: p.request_id.clone(),
-                error_reason: ErrorReason::BlockedByClient,
-            })
-        };
-        let at_response = p.response_status_code.is_some() || p.response_error_reason.is_some();
-        if at_response {
-            self.saw_status(ev);
-            return match self.response_refusal(ev) {
-                Some(why) => {
-                    self.note(None, Some(DocRefusal::Content(why)));
-                    fail()
-                }
-                None => RequestPausedDecision::Continue(None),
-            };
+        let fail = || fail_request(&p.request_id);
+        if p.response_status_code.is_some() || p.response_error_reason.is_some() {
+            return self.decide_response(transport, session, ev);
         }
         let skip = matches!(
             p.resource_Type,
@@ -463,6 +509,60 @@ impl TabRules {
         }
     }
 
+    /// A document's response headers arrived: refused ([`refuse_document`]), read as its
+    /// source when it is the page and not one the browser renders (then failed: the tab is
+    /// done with it), or let through to be rendered.
+    fn decide_response(
+        &self,
+        transport: &Transport,
+        session: &SessionId,
+        ev: &RequestPausedEvent,
+    ) -> RequestPausedDecision {
+        let p = &ev.params;
+        self.saw_status(ev);
+        if let Some(why) = self.response_refusal(ev) {
+            self.note(None, Some(DocRefusal::Content(why)));
+            return fail_request(&p.request_id);
+        }
+        let Some(content_type) = self.source_document(ev) else { return RequestPausedDecision::Continue(None) };
+        let url = &p.request.url;
+        match super::source::read_body(transport, session, &p.request_id, self.max_bytes, self.deadline) {
+            Ok(bytes) => {
+                let page = as_page(decode_text(&bytes, &content_type), &content_type);
+                if let Ok(mut r) = self.refused.lock() {
+                    r.source = Some(Source { page, url: url.clone(), content_type });
+                }
+            }
+            Err(failure) => {
+                let why = match failure {
+                    BodyFailure::TooLarge => {
+                        format!("{url}: the page is larger than [web] max_page_bytes ({})", self.max_bytes)
+                    }
+                    BodyFailure::TimedOut => format!(
+                        "{url}: the page did not load within {} s (page_load_timeout_secs)",
+                        self.timeout.as_secs()
+                    ),
+                    BodyFailure::Browser(e) => format!("{url}: reading the document's body: {e}"),
+                };
+                self.note(None, Some(DocRefusal::Content(why)));
+            }
+        }
+        fail_request(&p.request_id)
+    }
+
+    /// The `Content-Type` of the page's own response (the main frame's, not a redirect's, not
+    /// an error) when it is a document read as its source ([`read_as_source`]).
+    fn source_document(&self, ev: &RequestPausedEvent) -> Option<String> {
+        let p = &ev.params;
+        let redirect = p.response_status_code.is_some_and(|s| (300..400).contains(&s));
+        let page = p.resource_Type == ResourceType::Document && p.frame_id == self.main_frame;
+        if !page || redirect || p.response_error_reason.is_some() {
+            return None;
+        }
+        let content_type = response_header(ev, "content-type")?.trim().to_ascii_lowercase();
+        read_as_source(&content_type).then_some(content_type)
+    }
+
     /// The document rule on a paused response (redirects pass: their target is checked as a
     /// request of its own).
     fn response_refusal(&self, ev: &RequestPausedEvent) -> Option<String> {
@@ -471,28 +571,10 @@ impl TabRules {
         {
             return None;
         }
-        let header = |name: &str| {
-            p.response_headers
-                .as_ref()
-                .and_then(|h| h.iter().find(|e| e.name.eq_ignore_ascii_case(name)))
-                .map(|e| e.value.clone())
-        };
-        let length = header("content-length").and_then(|v| v.trim().parse::<u64>().ok());
-        let content_type = header("content-type").unwrap_or_default();
-        let why = refuse_document(
-            &p.request.url,
-            &content_type,
-            header("content-disposition").as_deref(),
-            length,
-            self.max_bytes,
-        );
-        if why.is_some() || !xml_source(&content_type) {
-            return why;
-        }
-        if let Ok(mut r) = self.refused.lock() {
-            r.xml = true;
-        }
-        Some(format!("{}: an XML document, read over plain HTTP", p.request.url))
+        let length = response_header(ev, "content-length").and_then(|v| v.trim().parse::<u64>().ok());
+        let content_type = response_header(ev, "content-type").unwrap_or_default();
+        let disposition = response_header(ev, "content-disposition");
+        refuse_document(&p.request.url, &content_type, disposition.as_deref(), length, self.max_bytes)
     }
 
     /// Records a document's status (a redirect's aside: its target answers for the page).
@@ -573,6 +655,7 @@ pub fn render(
     let refused: Arc<Mutex<Refused>> = Arc::default();
     let trusted = (origin != Origin::Discovered).then(|| super::policy::canonical_host(url)).flatten();
     let _pass = chromium.admit(policy, trusted);
+    let deadline = Instant::now() + timeout;
     let checks = TabRules {
         rules: policy.clone(),
         first: url.clone(),
@@ -580,16 +663,16 @@ pub fn render(
         page_host: url.host_str().unwrap_or_default().to_string(),
         max_bytes,
         refused: refused.clone(),
+        main_frame: tab.get_target_id().clone(),
+        deadline,
+        timeout,
     };
-    tab.enable_fetch(Some(&checked_requests()), None).map_err(|e| upstream("enabling request checks", e))?;
-    tab.enable_request_interception(Arc::new(move |_t, _s, ev: RequestPausedEvent| checks.decide(&ev)))
-        .map_err(|e| upstream("enabling request checks", e))?;
+    checks.enable(&tab).map_err(|e| upstream("enabling request checks", e))?;
     let status = watch_document_status(&tab).map_err(|e| upstream("watching responses", e))?;
     let over = Arc::new(AtomicBool::new(false));
     tab.add_event_listener(Arc::new(count_document_bytes(max_bytes, over.clone())))
         .map_err(|e| upstream("watching responses", e))?;
     tab.add_event_listener(Arc::new(dismiss_dialogs(tab.get_dialog()))).map_err(|e| upstream("watching dialogs", e))?;
-    let deadline = Instant::now() + timeout;
     let settling = Arc::new(AtomicBool::new(false));
     tab.add_event_listener(Arc::new(track_settling(settling.clone()))).map_err(|e| upstream("watching the load", e))?;
     let rx = navigate_in_background(chromium, &tab, url, &settling)?;
@@ -627,7 +710,7 @@ pub fn render(
     }
     let html = read_page(chromium, close, url, deadline, timeout, cancel)?;
     let status = status.lock().ok().and_then(|s| *s);
-    Ok(Rendered { html, final_url, status, xml: false })
+    Ok(Rendered { html, final_url, status, source: None })
 }
 
 /// The loaded page's HTML, read within `deadline` (and [`READ_GRACE`]); the tab is closed
@@ -802,16 +885,19 @@ fn load_outcome(
     }
 }
 
-/// What a failed load answers without a page: an error status Chromium would not render
-/// ([`bodiless_error`]), or an XML document the tab refused, for the caller to read over plain
-/// HTTP (`Rendered::xml`).
+/// What a failed load answers without a rendered page: the page read as its source from its
+/// response (`Rendered::source`; the tab failed it after reading it), or an error status
+/// Chromium would not render ([`bodiless_error`]).
 fn answer_without_page(loaded: &Load, refused: &Mutex<Refused>, url: &Url) -> Option<Rendered> {
-    let nothing = |status, xml| Rendered { html: String::new(), final_url: url.to_string(), status, xml };
-    if let Some(status) = bodiless_error(loaded, refused) {
-        return Some(nothing(Some(status), false));
+    if matches!(loaded, Load::Failed(_)) {
+        let mut r = refused.lock().ok()?;
+        let status = r.status;
+        if let Some(s) = r.source.take() {
+            return Some(Rendered { html: s.page, final_url: s.url, status, source: Some(s.content_type) });
+        }
     }
-    let xml = matches!(loaded, Load::Failed(_)) && refused.lock().is_ok_and(|r| r.xml);
-    xml.then(|| nothing(None, true))
+    let status = bodiless_error(loaded, refused)?;
+    Some(Rendered { html: String::new(), final_url: url.to_string(), status: Some(status), source: None })
 }
 
 /// The status of an error answer Chromium would not render: an HTTP error with an empty body

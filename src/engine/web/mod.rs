@@ -15,6 +15,7 @@ pub mod fetch;
 pub mod passages;
 pub mod policy;
 pub mod shallow;
+mod source;
 pub mod spacing;
 pub mod types;
 
@@ -498,9 +499,8 @@ impl Engine {
                     self.forget_browser(&ch);
                 }
                 let r = r?;
-                if r.xml {
-                    notes.push("read over plain HTTP: an XML document, read as its source".into());
-                    return self.fetch_plain(url, origin, cancel);
+                if let Some(content_type) = &r.source {
+                    notes.push(fetch::source_note(content_type));
                 }
                 (r.html, r.final_url, r.status, FetchVia::Chromium)
             }
@@ -511,8 +511,7 @@ impl Engine {
         })
     }
 
-    /// The page over plain HTTP: the `http` engine's fetch, the browser's fallback, and the
-    /// browser's way to an XML document (`fetch::xml_source`), so both engines read one alike.
+    /// The page over plain HTTP: the `http` engine's fetch and the browser's fallback.
     fn fetch_plain(
         &self,
         url: &Url,
