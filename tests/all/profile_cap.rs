@@ -90,8 +90,9 @@ fn an_agent_keeps_at_most_the_cap_and_an_import_past_it_is_refused_whole() {
     for needle in [
         "not imported (nothing of it was stored)",
         "at most 3 preferences",
-        // Counted before the merge (a lower bound, so "at least"): refused at once.
-        "bulk2 would hold at least 5 (holds 0)",
+        // Counted while the manifest is read (a lower bound, so "at least"): the read stops at
+        // the first row past the cap.
+        "bulk2 would hold at least 4 (holds 0)",
         "For bulk2: remove ones",
         "max_preferences_per_agent",
     ] {
@@ -101,7 +102,7 @@ fn an_agent_keeps_at_most_the_cap_and_an_import_past_it_is_refused_whole() {
     assert!(agents.iter().all(|a| a.id != "bulk2"), "the import's agent was not created either: {agents:?}");
     let out = env.run(&["profile", "import", five.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("bulk2 would hold at least 5"), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bulk2 would hold at least 4"), "{out:?}");
     // Up to the cap it is taken.
     let two = manifest(&env, "two.json", "bulk2", 2, 1_800_000_000_000);
     assert_eq!(engine.profile_import(&two).unwrap().added, 2);
@@ -283,6 +284,54 @@ fn the_count_before_an_import_never_refuses_what_the_merge_would_take() {
         .unwrap();
     engine.profile_import(&path).expect("repeats merge into one");
     assert_eq!(list(&engine, "same", None, None).unwrap()["total"], 1);
+    // Ids given again later in the manifest (each a second row of the same preference) are
+    // known from the first pass, so the rows read before them are not counted as sure.
+    let env = Env::new();
+    let engine = capped(&env, 3);
+    let path = manifest(&env, "twice.json", "twice", 6, 1_800_000_000_000);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replace("-000000000003", "-000000000000").replace("-000000000004", "-000000000001");
+    std::fs::write(&path, text.replace("-000000000005", "-000000000002")).unwrap();
+    engine.profile_import(&path).expect("6 rows of 3 ids: 3 preferences, the cap");
+    assert_eq!(list(&engine, "twice", None, None).unwrap()["total"], 3);
+}
+
+/// A manifest far past the cap was parsed whole into memory (60,000 rows for one agent: 202 MB
+/// and 1.6 s on a debug binary) before the count refused it. The preferences are now read one
+/// by one and the read stops at the first row that surely takes the agent past the cap, so the
+/// refusal says "at least" the cap plus one; a file over the size bound is refused before it
+/// is read, naming the bound in MB and bytes and what to do.
+#[test]
+fn a_huge_manifest_is_refused_while_it_is_read() {
+    let env = Env::new();
+    let engine = capped(&env, 50);
+    let huge = manifest(&env, "huge.json", "bulk", 20_000, 1_800_000_000_000);
+    let said = message(engine.profile_import(&huge).unwrap_err());
+    for needle in [
+        "not imported (nothing of it was stored)",
+        "one agent keeps at most 50 preferences",
+        "bulk would hold at least 51 (holds 0)",
+        "docdex profile remove ID",
+        "[memory.profile] max_preferences_per_agent",
+        "leave preferences out of the manifest",
+    ] {
+        assert!(said.contains(needle), "{needle}: {said}");
+    }
+    let agents = engine.profile_list(&ProfileListRequest::default()).unwrap().agents;
+    assert!(agents.iter().all(|a| a.id != "bulk"), "nothing stored: {agents:?}");
+    let out = env.run(&["profile", "import", huge.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bulk would hold at least 51 (holds 0)"), "{out:?}");
+    // Over the size bound: refused from its size, before a byte is read (a sparse file).
+    let big = env.home().join("big.json");
+    std::fs::File::create(&big).unwrap().set_len(64 * 1024 * 1024 + 1).unwrap();
+    let said = message(engine.profile_import(&big).unwrap_err());
+    for needle in ["is 64 MB (67108865 bytes)", "at most 64 MB (67108864 bytes)", "leave agents or preferences out"] {
+        assert!(said.contains(needle), "{needle}: {said}");
+    }
+    // Under the cap the same reading takes every row.
+    let fifty = manifest(&env, "fifty.json", "bulk", 50, 1_800_000_000_000);
+    assert_eq!(engine.profile_import(&fifty).unwrap().added, 50);
 }
 
 /// `[memory.profile] max_agents`: an add, a role or an import that would create one agent

@@ -13,6 +13,7 @@
 
 pub mod evolution;
 pub mod gate;
+mod manifest;
 pub mod map;
 pub mod policy;
 pub mod recall;
@@ -24,6 +25,7 @@ use crate::engine::fsutil::{self, now_ms, FileLock};
 use crate::engine::sqlite::id_by_prefix;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use manifest::MAX_MANIFEST_BYTES;
 use rusqlite::Connection;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,8 +35,6 @@ use types::*;
 
 /// Longest preference accepted, in bytes.
 pub const MAX_CONTENT_BYTES: usize = 4096;
-/// Largest sync manifest read, in bytes.
-const MAX_MANIFEST_BYTES: u64 = 64 * 1024 * 1024;
 /// How far ahead of this clock an imported row may be stamped before the import says so.
 pub const CLOCK_SKEW_MS: i64 = 60_000;
 /// Copies of imported manifests kept in `profiles/sync/` (the newest; older ones are removed).
@@ -282,32 +282,6 @@ impl Engine {
             "{} not imported (nothing of it was stored): profile memory keeps at most {cap} agents, and it would hold {bound}{would} (holds {had}): {MAKE_AGENT_ROOM}, then import again; or leave agents out of the manifest",
             path.display()
         )))
-    }
-
-    /// Refuses at once, before anything is merged, an import that surely takes an agent past
-    /// [`Engine::profile_cap`] beyond what it holds, with [`Engine::profile_import_room`]'s
-    /// message: a manifest of 60,000 rows for one agent was merged whole (2.7 s, 196 MB)
-    /// only to be rolled back. The counts are lower bounds ([`new_rows_per_agent`]), so no import
-    /// the merge would take is refused here; the check after the merge stays the exact one.
-    fn profile_import_precheck(&self, w: &Write<'_>, path: &Path, rows: &Incoming<'_>) -> Result<()> {
-        let cap = self.profile_cap();
-        let before = store::counts(w.conn())?;
-        let per_agent = new_rows_per_agent(w, rows)?;
-        let over: Vec<(String, u64, u64)> = per_agent
-            .iter()
-            .map(|(a, n)| (a.clone(), *n))
-            .filter_map(|(a, n)| {
-                let had = before.get(&a).copied().unwrap_or(0);
-                (n > cap && n > had).then_some((a, had, n))
-            })
-            .collect();
-        over_cap(path, cap, &over, "at least ")?;
-        let had = store::agent_count(w.conn())?;
-        let mut new_agents = 0;
-        for a in per_agent.keys() {
-            new_agents += u64::from(store::agent(w.conn(), a)?.is_none());
-        }
-        self.agents_over_cap(path, had, had + new_agents, "at least ")
     }
 
     /// The most agents profile memory keeps (`[memory.profile] max_agents`).
@@ -652,42 +626,55 @@ impl Engine {
 
     /// Merges a sync manifest (spec 001 §4.5): per preference id, the newer `last_updated` wins
     /// (ties go to the greater text, so every machine converges), removals travel as
-    /// tombstones, and bad rows are refused with their reason. The manifest is read and checked
-    /// whole, copied to `profiles/sync/`, then merged in one transaction under the writer lock.
+    /// tombstones, and bad rows are refused with their reason. The manifest is checked (its
+    /// shape, format and version) and copied to `profiles/sync/`, then its preferences are read
+    /// one by one and merged in one transaction under the writer lock ([`manifest`] streams
+    /// both reads, so memory holds the text and the rows kept, not a tree of the file).
     pub fn profile_import(&self, path: &Path) -> Result<ProfileImportResponse> {
-        // A path that names no file is the caller's mistake (exit 2), not an I/O failure.
-        let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Error::NotFound(format!(
-                "no file {}: give the path of a profile manifest (`docdex profile export` writes one)",
-                path.display()
-            )),
-            _ => Error::io("reading", path, e),
-        })?;
-        if meta.is_dir() {
-            return Err(Error::BadRequest(format!(
-                "{} is a directory: give the path of a profile manifest (`docdex profile export` writes one)",
-                path.display()
-            )));
-        }
-        let size = meta.len();
-        if size > MAX_MANIFEST_BYTES {
-            return Err(Error::BadRequest(format!(
-                "{} is {} MB; a profile manifest is at most {} MB",
-                path.display(),
-                size / 1_048_576,
-                MAX_MANIFEST_BYTES / 1_048_576
-            )));
-        }
-        if !meta.is_file() {
-            // A device or FIFO reports no size and never ends (`/dev/zero` filled memory).
-            return Err(Error::BadRequest(format!(
-                "{} is not a regular file: give the path of a profile manifest (`docdex profile export` writes one)",
-                path.display()
-            )));
-        }
         let text = read_manifest(path)?;
-        let mut rejected = Vec::new();
-        let manifest = parse_manifest(path, &text, &mut rejected)?;
+        let outline = manifest::outline(path, &text)?;
+        let staged = self.stage_manifest(path, &text)?;
+        let mut report = ProfileImportResponse { source: path.to_path_buf(), staged, ..Default::default() };
+        let (mut agent_rejects, mut removal_rejects) = (Vec::new(), Vec::new());
+        let agents = checked_agents(&outline.agents, &mut agent_rejects);
+        let removals = outline.removed_agents.as_deref().map(|r| checked_removals(r, &mut removal_rejects));
+        self.profile_write(|w| {
+            let mut gain = SureGain::new(self, w, path, &outline, removals.as_deref())?;
+            let read = read_preferences(path, &text, &mut gain)?;
+            let (before, agents_before) = gain.before();
+            report.rejected = [
+                outline.rejected_agents.clone(),
+                read.shape_rejects,
+                outline.rejected_removals.clone(),
+                agent_rejects,
+                read.check_rejects,
+                removal_rejects,
+            ]
+            .concat();
+            let skew_limit = now_ms() as i64 + CLOCK_SKEW_MS;
+            report.ahead_of_clock = read.prefs.iter().filter(|p| p.last_updated > skew_limit).count();
+            let rows = Incoming {
+                agents: &agents,
+                prefs: &read.prefs,
+                tombstones: &outline.tombstones,
+                removals: removals.as_deref(),
+            };
+            merge(w, &rows, &mut report)?;
+            // All or nothing: an agent the merge takes past the cap, or agents past theirs,
+            // fail the transaction.
+            self.profile_import_room(w.conn(), path, &before, agents_before)?;
+            // Applied above however old (an older removal still beats an older row); kept up
+            // to the bound, the horizon standing for the ones dropped.
+            w.bound_removals(MAX_KEPT_REMOVALS)
+        })?;
+        tracing::info!(added = report.added, updated = report.updated, deleted = report.deleted, "profile imported");
+        let _ = self.profile_vectors_ready(None);
+        Ok(report)
+    }
+
+    /// Copies an imported manifest's text to `profiles/sync/` for the record (also when the
+    /// import is refused), keeping the newest [`KEPT_IMPORTS`] copies.
+    fn stage_manifest(&self, path: &Path, text: &str) -> Result<PathBuf> {
         let staged = self.profile_dir().join("sync").join(format!(
             "incoming-{}-{}",
             now_ms(),
@@ -700,32 +687,145 @@ impl Engine {
         if let Some(dir) = staged.parent() {
             prune_staged(dir, KEPT_IMPORTS);
         }
-        let mut report = ProfileImportResponse { source: path.to_path_buf(), staged, rejected, ..Default::default() };
-        let (agents, prefs) = checked_rows(&manifest, &mut report.rejected);
-        let removals = manifest.removed_agents.as_deref().map(|r| checked_removals(r, &mut report.rejected));
-        let skew_limit = now_ms() as i64 + CLOCK_SKEW_MS;
-        report.ahead_of_clock = prefs.iter().filter(|p| p.last_updated > skew_limit).count();
-        let rows = Incoming {
-            agents: &agents,
-            prefs: &prefs,
-            tombstones: &manifest.tombstones,
-            removals: removals.as_deref(),
-        };
-        self.profile_write(|w| {
-            self.profile_import_precheck(w, path, &rows)?;
-            let (before, agents) = (store::counts(w.conn())?, store::agent_count(w.conn())?);
-            merge(w, &rows, &mut report)?;
-            // All or nothing: an agent the merge takes past the cap, or agents past theirs,
-            // fail the transaction.
-            self.profile_import_room(w.conn(), path, &before, agents)?;
-            // Applied above however old (an older removal still beats an older row); kept up
-            // to the bound, the horizon standing for the ones dropped.
-            w.bound_removals(MAX_KEPT_REMOVALS)
-        })?;
-        tracing::info!(added = report.added, updated = report.updated, deleted = report.deleted, "profile imported");
-        let _ = self.profile_vectors_ready(None);
-        Ok(report)
+        Ok(staged)
     }
+}
+
+/// A manifest's preferences as the import read them: the ones to merge, and the rows rejected
+/// for their shape and by the checks.
+struct ReadPreferences {
+    prefs: Vec<SyncPreference>,
+    shape_rejects: Vec<RejectedRow>,
+    check_rejects: Vec<RejectedRow>,
+}
+
+/// Reads the preferences of `text` one by one, counting each one kept in `gain`, which stops
+/// the read (and so the import) as soon as an agent surely goes past its cap.
+fn read_preferences(path: &Path, text: &str, gain: &mut SureGain<'_, '_>) -> Result<ReadPreferences> {
+    let mut read = ReadPreferences { prefs: Vec::new(), shape_rejects: Vec::new(), check_rejects: Vec::new() };
+    manifest::each_preference(path, text, &mut |row| {
+        let p = match row {
+            Ok(p) => p,
+            Err(rejected) => {
+                read.shape_rejects.push(rejected);
+                return Ok(());
+            }
+        };
+        match checked_preference(&p) {
+            Ok(p) => {
+                gain.add(&p)?;
+                read.prefs.push(p);
+            }
+            Err(e) => read.check_rejects.push(RejectedRow { id: p.id, reason: e.to_string() }),
+        }
+        Ok(())
+    })?;
+    Ok(read)
+}
+
+/// Counts, as a manifest's preferences are read, the rows each agent surely gains, and
+/// refuses the import as soon as one agent would go past [`Engine::profile_cap`] and past what
+/// it holds, or profile memory past [`Engine::profile_agent_cap`] agents and past what it
+/// holds (`... would hold at least 5001 (holds 0)`): a manifest of 60,000 rows for one agent
+/// was read whole (202 MB) and then merged only to be rolled back. A row surely adds one:
+/// its id unknown here and given once in the manifest, with no removal here or in the
+/// manifest, newer than the forgotten horizon, of an agent removed on neither side; counted
+/// once per text and rule (repeats merge). So the counts are lower bounds, and no import the
+/// merge would take is refused here; the check after the merge stays the exact one.
+struct SureGain<'a, 'c> {
+    engine: &'a Engine,
+    w: &'a Write<'c>,
+    path: &'a Path,
+    cap: u64,
+    ids: &'a std::collections::HashMap<u128, u32>,
+    /// The manifest's preference removals, by id (as given and as a UUID spells it).
+    gone: std::collections::HashSet<String>,
+    /// Agents removed here or in the manifest.
+    removed: std::collections::HashSet<String>,
+    horizon: Option<i64>,
+    held: BTreeMap<String, u64>,
+    agents_held: u64,
+    /// Per agent, the hashes of the texts and rules it surely gains (a collision only lowers
+    /// the count, which stays a lower bound).
+    texts: std::collections::HashMap<String, std::collections::HashSet<u64>>,
+    new_agents: u64,
+}
+
+impl<'a, 'c> SureGain<'a, 'c> {
+    fn new(
+        engine: &'a Engine,
+        w: &'a Write<'c>,
+        path: &'a Path,
+        outline: &'a manifest::Outline,
+        removals: Option<&[SyncAgentRemoval]>,
+    ) -> Result<Self> {
+        let removed = store::agent_removals(w.conn())?
+            .into_iter()
+            .map(|r| r.id)
+            .chain(removals.unwrap_or_default().iter().map(|r| r.id.clone()))
+            .collect();
+        let gone = outline
+            .tombstones
+            .iter()
+            .flat_map(|t| [Some(t.id.clone()), uuid::Uuid::parse_str(&t.id).ok().map(|u| u.to_string())])
+            .flatten()
+            .collect();
+        Ok(SureGain {
+            engine,
+            w,
+            path,
+            cap: engine.profile_cap(),
+            ids: &outline.ids,
+            gone,
+            removed,
+            horizon: w.forgotten_through(store::FORGOTTEN_REMOVALS)?,
+            held: store::counts(w.conn())?,
+            agents_held: store::agent_count(w.conn())?,
+            texts: Default::default(),
+            new_agents: 0,
+        })
+    }
+
+    /// Counts `p` (checked) when it surely adds a row, refusing the import when that takes its
+    /// agent, or the agents, past their caps.
+    fn add(&mut self, p: &SyncPreference) -> Result<()> {
+        let given_once = uuid::Uuid::parse_str(&p.id).is_ok_and(|u| self.ids.get(&u.as_u128()) == Some(&1));
+        let unsure = !given_once
+            || self.gone.contains(&p.id)
+            || self.removed.contains(&p.agent_id)
+            || self.horizon.is_some_and(|h| p.last_updated <= h);
+        let conn = self.w.conn();
+        if unsure || store::preference(conn, &p.id)?.is_some() || self.w.tombstone_of(&p.id)?.is_some() {
+            return Ok(());
+        }
+        if !self.texts.contains_key(&p.agent_id) && store::agent(conn, &p.agent_id)?.is_none() {
+            self.new_agents += 1;
+            let had = self.agents_held;
+            self.engine.agents_over_cap(self.path, had, had + self.new_agents, "at least ")?;
+        }
+        let texts = self.texts.entry(p.agent_id.clone()).or_default();
+        if texts.insert(text_hash(p)) {
+            let n = texts.len() as u64;
+            let had = self.held.get(&p.agent_id).copied().unwrap_or(0);
+            if n > self.cap && n > had {
+                return over_cap(self.path, self.cap, &[(p.agent_id.clone(), had, n)], "at least ");
+            }
+        }
+        Ok(())
+    }
+
+    /// What profile memory held before the import: preferences per agent, and agents.
+    fn before(&self) -> (BTreeMap<String, u64>, u64) {
+        (self.held.clone(), self.agents_held)
+    }
+}
+
+/// A hash of a preference's text as repeats compare it, and of its rule.
+fn text_hash(p: &SyncPreference) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    (store::text_key(&p.content), p.rule.as_deref()).hash(&mut h);
+    h.finish()
 }
 
 /// Keeps the newest `keep` copies of imported manifests (`incoming-<ms>-<name>`) in `dir`:
@@ -756,78 +856,60 @@ fn prune_staged(dir: &Path, keep: usize) {
     }
 }
 
-/// A manifest's text, read through the size bound (a file growing while read stops there too).
+/// Refuses a path that names no file (not found, exit 2, not an I/O failure), a directory, a
+/// file over [`MAX_MANIFEST_BYTES`] or a device (which reports no size and never ends:
+/// `/dev/zero` filled memory).
+fn manifest_file(path: &Path) -> Result<()> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::NotFound(format!(
+            "no file {}: give the path of a profile manifest (`docdex profile export` writes one)",
+            path.display()
+        )),
+        _ => Error::io("reading", path, e),
+    })?;
+    if meta.is_dir() {
+        return Err(Error::BadRequest(format!(
+            "{} is a directory: give the path of a profile manifest (`docdex profile export` writes one)",
+            path.display()
+        )));
+    }
+    if meta.len() > MAX_MANIFEST_BYTES {
+        return Err(too_big(path, &format!("{} MB ({} bytes)", meta.len() / 1_048_576, meta.len())));
+    }
+    if !meta.is_file() {
+        return Err(Error::BadRequest(format!(
+            "{} is not a regular file: give the path of a profile manifest (`docdex profile export` writes one)",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The refusal of a manifest over [`MAX_MANIFEST_BYTES`] (`size`: how big it is).
+fn too_big(path: &Path, size: &str) -> Error {
+    Error::BadRequest(format!(
+        "{} is {size}; a profile manifest is at most {} MB ({MAX_MANIFEST_BYTES} bytes): leave agents or preferences out of it",
+        path.display(),
+        MAX_MANIFEST_BYTES / 1_048_576
+    ))
+}
+
+/// A manifest's text, read through the size bound (a file growing while read stops there too);
+/// a path naming no file, a directory or a device is refused first.
 fn read_manifest(path: &Path) -> Result<String> {
+    manifest_file(path)?;
     use std::io::Read;
     let file = std::fs::File::open(path).map_err(|e| Error::io("reading", path, e))?;
     let mut bytes = Vec::new();
     file.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut bytes).map_err(|e| Error::io("reading", path, e))?;
     if bytes.len() as u64 > MAX_MANIFEST_BYTES {
-        return Err(Error::BadRequest(format!(
-            "{} is over {} MB; a profile manifest is at most {} MB",
-            path.display(),
-            MAX_MANIFEST_BYTES / 1_048_576,
-            MAX_MANIFEST_BYTES / 1_048_576
-        )));
+        return Err(too_big(path, &format!("over {} MB", MAX_MANIFEST_BYTES / 1_048_576)));
     }
     String::from_utf8(bytes).map_err(|_| {
         Error::BadRequest(format!(
             "{} is not a profile manifest (not UTF-8 text); `docdex profile export` writes one",
             path.display()
         ))
-    })
-}
-
-/// The manifest in `text`: its format and version first, so a newer file is named as such
-/// whatever its rows hold, then each row on its own, so a row a newer or hand-edited file
-/// spells otherwise (an unknown category or source, a time as text) is rejected alone, as the
-/// checks after it are, instead of refusing the whole file.
-fn parse_manifest(path: &Path, text: &str, rejected: &mut Vec<RejectedRow>) -> Result<ProfileManifest> {
-    #[derive(serde::Deserialize)]
-    struct Head {
-        format: String,
-        version: u32,
-    }
-    #[derive(serde::Deserialize)]
-    struct Rows {
-        #[serde(default)]
-        agents: Vec<serde_json::Value>,
-        preferences: Vec<serde_json::Value>,
-        #[serde(default)]
-        tombstones: Vec<serde_json::Value>,
-        #[serde(default)]
-        removed_agents: Option<Vec<serde_json::Value>>,
-    }
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        Error::BadRequest(format!(
-            "{} is not a profile manifest: it is not JSON ({e}); `docdex profile export` writes one",
-            path.display()
-        ))
-    })?;
-    manifest_shape(path, &value)?;
-    let not_manifest = |e: serde_json::Error| {
-        Error::BadRequest(format!(
-            "{} is not a profile manifest ({e}); `docdex profile export` writes one",
-            path.display()
-        ))
-    };
-    let head: Head = serde_json::from_str(text).map_err(not_manifest)?;
-    if head.format != MANIFEST_FORMAT || head.version > PROFILE_SCHEMA_VERSION {
-        return Err(Error::BadRequest(format!(
-            "{} is a {:?} version {} file; this docdex reads {MANIFEST_FORMAT} up to version {PROFILE_SCHEMA_VERSION}",
-            path.display(),
-            head.format,
-            head.version
-        )));
-    }
-    let rows: Rows = serde_json::from_str(text).map_err(not_manifest)?;
-    Ok(ProfileManifest {
-        format: head.format,
-        version: head.version,
-        agents: typed_rows(rows.agents, "an agent", rejected),
-        preferences: typed_rows(rows.preferences, "a preference", rejected),
-        tombstones: typed_rows(rows.tombstones, "a removal", rejected),
-        removed_agents: rows.removed_agents.map(|r| typed_rows(r, "an agent removal", rejected)),
     })
 }
 
@@ -888,41 +970,6 @@ fn over_cap(path: &Path, cap: u64, over: &[(String, u64, u64)], bound: &str) -> 
     )))
 }
 
-/// Per agent, how many preferences an import surely adds: the manifest's rows unknown here by
-/// id, with no removal here or in the manifest, newer than the forgotten horizon, of an agent
-/// removed on neither side, counted once per text and rule (repeats merge) and once per id
-/// (an id given twice is left out). The merge adds each such text as a row of the agent, so
-/// the agent ends with at least that many.
-fn new_rows_per_agent(w: &Write<'_>, rows: &Incoming<'_>) -> Result<BTreeMap<String, u64>> {
-    let horizon = w.forgotten_through(store::FORGOTTEN_REMOVALS)?;
-    let removed: std::collections::HashSet<String> = store::agent_removals(w.conn())?
-        .into_iter()
-        .map(|r| r.id)
-        .chain(rows.removals.unwrap_or_default().iter().map(|r| r.id.clone()))
-        .collect();
-    let gone: std::collections::HashSet<&str> = rows.tombstones.iter().map(|t| t.id.as_str()).collect();
-    let mut seen: std::collections::HashMap<&str, usize> = Default::default();
-    for p in rows.prefs {
-        *seen.entry(p.id.as_str()).or_default() += 1;
-    }
-    let mut texts: std::collections::HashSet<(&str, String, Option<&str>)> = Default::default();
-    for p in rows.prefs {
-        let unsure = seen.get(p.id.as_str()) != Some(&1)
-            || gone.contains(p.id.as_str())
-            || removed.contains(&p.agent_id)
-            || horizon.is_some_and(|h| p.last_updated <= h);
-        if unsure || store::preference(w.conn(), &p.id)?.is_some() || w.tombstone_of(&p.id)?.is_some() {
-            continue;
-        }
-        texts.insert((p.agent_id.as_str(), store::text_key(&p.content), p.rule.as_deref()));
-    }
-    let mut out = BTreeMap::new();
-    for (agent, _, _) in texts {
-        *out.entry(agent.to_string()).or_insert(0) += 1;
-    }
-    Ok(out)
-}
-
 /// What to do when profile memory keeps as many agents as it may.
 const MAKE_AGENT_ROOM: &str = "remove agents no longer needed (`docdex profile list`, `docdex profile remove --agent ID`) or raise `[memory.profile] max_agents` (`docdex config`)";
 
@@ -933,78 +980,10 @@ fn make_room(agent: &str) -> String {
     )
 }
 
-/// What a manifest looks like, for the messages that refuse a file of another shape.
-const MANIFEST_SHAPE: &str = "a JSON object {\"format\": \"docdex.profile_sync\", \"version\": 1, \"agents\": [...], \"preferences\": [...], \"tombstones\": [...]}";
-
-/// A manifest field's check: its name, its test, what it must be, whether it must be there
-/// (`removed_agents` may be null).
-type FieldCheck = (&'static str, fn(&serde_json::Value) -> bool, &'static str, bool);
-
-/// Refuses valid JSON of another shape (`[]`, a string, an object without `format` or with
-/// `preferences` not a list) naming what the file holds and what a manifest is: serde's
-/// "invalid type: sequence, expected struct Head at line 1 column 0" named neither.
-fn manifest_shape(path: &Path, value: &serde_json::Value) -> Result<()> {
-    use serde_json::Value;
-    let refuse = |what: String| {
-        Error::BadRequest(format!(
-            "{} is not a profile manifest: {what}; a manifest is {MANIFEST_SHAPE}, as `docdex profile export` writes it",
-            path.display()
-        ))
-    };
-    let Some(fields) = value.as_object() else {
-        return Err(refuse(format!("the file holds {}, not an object", json_word(value))));
-    };
-    let checks: [FieldCheck; 6] = [
-        ("format", Value::is_string, "a string", true),
-        ("version", Value::is_u64, "a whole number", true),
-        ("preferences", Value::is_array, "an array", true),
-        ("agents", Value::is_array, "an array", false),
-        ("tombstones", Value::is_array, "an array", false),
-        ("removed_agents", |v| v.is_array() || v.is_null(), "an array", false),
-    ];
-    for (name, ok, want, required) in checks {
-        match fields.get(name) {
-            None if required => return Err(refuse(format!("it has no \"{name}\" field"))),
-            Some(v) if !ok(v) => return Err(refuse(format!("its \"{name}\" is {}, not {want}", json_word(v)))),
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// A value's JSON kind, as a message names it (`an array`, `a string`).
-fn json_word(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Null => "null",
-    }
-}
-
-/// The rows that have the shape of `T`; the others are reported with serde's reason.
-fn typed_rows<T: serde::de::DeserializeOwned>(
-    values: Vec<serde_json::Value>,
-    what: &str,
-    rejected: &mut Vec<RejectedRow>,
-) -> Vec<T> {
-    let mut out = Vec::with_capacity(values.len());
-    for v in values {
-        let id = v.get("id").and_then(|i| i.as_str()).unwrap_or("(no id)").to_string();
-        match serde_json::from_value(v) {
-            Ok(row) => out.push(row),
-            Err(e) => rejected.push(RejectedRow { id, reason: format!("not {what} row: {e}") }),
-        }
-    }
-    out
-}
-
-/// The rows of a manifest worth merging; the others are reported.
-fn checked_rows(m: &ProfileManifest, rejected: &mut Vec<RejectedRow>) -> (Vec<SyncAgent>, Vec<SyncPreference>) {
+/// The agents of a manifest worth merging; the others are reported.
+fn checked_agents(rows: &[SyncAgent], rejected: &mut Vec<RejectedRow>) -> Vec<SyncAgent> {
     let mut agents = Vec::new();
-    for a in &m.agents {
+    for a in rows {
         // Agent ids are checked trimmed, so they are stored trimmed: " team" was merged as an
         // agent of its own that no command could name, its preferences applying to nobody.
         match valid_agent(&a.id).and_then(|()| valid_role(&a.role)) {
@@ -1012,34 +991,30 @@ fn checked_rows(m: &ProfileManifest, rejected: &mut Vec<RejectedRow>) -> (Vec<Sy
             Err(e) => rejected.push(RejectedRow { id: a.id.clone(), reason: e.to_string() }),
         }
     }
-    let mut prefs = Vec::new();
-    for p in &m.preferences {
-        let checked = (|| -> Result<SyncPreference> {
-            // One spelling per id (`{...}`, `urn:uuid:`, upper case and unhyphenated forms parse
-            // too, and were stored as a second row of the same preference).
-            let id = uuid::Uuid::parse_str(&p.id)
-                .map_err(|_| Error::BadRequest(format!("id {:?} is not a UUID", p.id)))?
-                .to_string();
-            valid_agent(&p.agent_id)?;
-            let content = valid_content(&p.content)?;
-            let rule = match p.rule.as_deref() {
-                None => None,
-                Some(_) if p.category != Category::Constraint => {
-                    return Err(Error::BadRequest("only constraints carry rules".into()))
-                }
-                Some(r) => Some(rules::Rule::parse(r).map_err(Error::BadRequest)?.canonical()),
-            };
-            if p.last_updated <= 0 {
-                return Err(Error::BadRequest("last_updated must be a positive epoch-milliseconds time".into()));
-            }
-            Ok(SyncPreference { id, agent_id: store::agent_key(&p.agent_id), content, rule, ..p.clone() })
-        })();
-        match checked {
-            Ok(p) => prefs.push(p),
-            Err(e) => rejected.push(RejectedRow { id: p.id.clone(), reason: e.to_string() }),
+    agents
+}
+
+/// A manifest's preference as it is merged (its id in one spelling, its agent folded, its
+/// text and rule checked), or why it is not.
+fn checked_preference(p: &SyncPreference) -> Result<SyncPreference> {
+    // One spelling per id (`{...}`, `urn:uuid:`, upper case and unhyphenated forms parse
+    // too, and were stored as a second row of the same preference).
+    let id = uuid::Uuid::parse_str(&p.id)
+        .map_err(|_| Error::BadRequest(format!("id {:?} is not a UUID", p.id)))?
+        .to_string();
+    valid_agent(&p.agent_id)?;
+    let content = valid_content(&p.content)?;
+    let rule = match p.rule.as_deref() {
+        None => None,
+        Some(_) if p.category != Category::Constraint => {
+            return Err(Error::BadRequest("only constraints carry rules".into()))
         }
+        Some(r) => Some(rules::Rule::parse(r).map_err(Error::BadRequest)?.canonical()),
+    };
+    if p.last_updated <= 0 {
+        return Err(Error::BadRequest("last_updated must be a positive epoch-milliseconds time".into()));
     }
-    (agents, prefs)
+    Ok(SyncPreference { id, agent_id: store::agent_key(&p.agent_id), content, rule, ..p.clone() })
 }
 
 /// The checked rows of a manifest, as [`merge`] takes them.
