@@ -514,7 +514,7 @@ impl Engine {
         // `py`, `.py`, `Python` filter as `python` (the index's name for it); a name the index
         // never gives is refused rather than matching nothing.
         let lang = match req.lang.as_deref().filter(|l| !l.trim().is_empty()) {
-            Some(l) => Some(index::files::canonical_language(l).ok_or_else(|| unknown_language(l))?.to_string()),
+            Some(l) => Some(checked_lang(l)?),
             None => None,
         };
         let repo = self.resolve_repo(repo_path)?;
@@ -1097,8 +1097,6 @@ fn skip_warnings(m: &index::manifest::Summary) -> Vec<String> {
     out
 }
 
-/// A language filter as the index names it: an alias or extension (`py`) becomes the name
-/// (`python`); anything unknown is kept, lowercased, and simply matches nothing.
 /// The error for a `--lang` the index never gives, with the names it does.
 fn unknown_language(typed: &str) -> Error {
     let names: Vec<&str> = index::files::LANGUAGES.iter().map(|l| l.name).collect();
@@ -1108,8 +1106,11 @@ fn unknown_language(typed: &str) -> Error {
     ))
 }
 
-pub(crate) fn canonical_lang(typed: &str) -> String {
-    index::files::canonical_language(typed).map_or_else(|| typed.trim().to_ascii_lowercase(), str::to_string)
+/// A language filter as the index names it: an alias or extension (`py`) becomes the name
+/// (`python`); a name the index never gives is a bad request naming those it does (search and
+/// symbols alike: symbols kept an unknown one, which matched nothing and said nothing).
+pub(crate) fn checked_lang(typed: &str) -> Result<String> {
+    index::files::canonical_language(typed).map(str::to_string).ok_or_else(|| unknown_language(typed))
 }
 
 #[cfg(test)]

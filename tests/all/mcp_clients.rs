@@ -77,7 +77,7 @@ fn run_client(env: &Env, py: &PathBuf, args: &[&str], unindexed: &std::path::Pat
     assert_eq!(report["symbol_top"], "expire_stale_sessions", "{report}");
     assert_eq!(report["impact_inbound"], json!(["src/cli.py"]), "{report}");
     assert_eq!(report["memory_recalled"], true, "{report}");
-    assert_eq!(report["tools"].as_array().map(Vec::len), Some(21), "{report}");
+    assert_eq!(report["tools"].as_array().map(Vec::len), Some(24), "{report}");
     assert_eq!(report["context_roles"], json!(["hit"]), "no git here: search hits only; {report}");
     assert_eq!(report["similar_ok"], true, "{report}");
     assert_eq!(report["server_info_version"], env!("CARGO_PKG_VERSION"), "{report}");
@@ -361,7 +361,7 @@ fn stdio_mcp_answers_a_request_before_initialize_with_the_handshake() {
     writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}})).unwrap();
     let tools = next();
     assert_eq!(tools["id"], 3, "{tools}");
-    assert!(tools["result"]["tools"].as_array().is_some_and(|t| t.len() == 21), "{tools}");
+    assert!(tools["result"]["tools"].as_array().is_some_and(|t| t.len() == 24), "{tools}");
     drop(stdin);
     let _ = child.wait();
 }
@@ -586,4 +586,161 @@ fn tool_schemas_list_the_minimum_each_argument_takes() {
         let r = mcp.call(tool, with(at));
         assert_eq!(r["isError"], false, "{tool} {at:?}: {r}");
     }
+}
+
+/// tour22 F1: a tool argument of the wrong type was refused in serde's words without its name
+/// (`bad arguments for docdex_search: invalid type: string "5", expected usize`: the tool types
+/// flatten the engine's requests, which loses the field). The refusal names the argument and
+/// what its `inputSchema` says it takes, in words rather than Rust's type names.
+#[test]
+fn a_tool_argument_of_the_wrong_type_is_named_with_what_it_takes() {
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], json!({}));
+    for (tool, args, said) in [
+        (
+            "docdex_search",
+            json!({"query": "parse", "limit": "5"}),
+            "`limit` takes an integer of at least 0 (or null), not the string \"5\"",
+        ),
+        ("docdex_search", json!({"query": 5}), "`query` takes a string, not the number 5"),
+        ("docdex_impact", json!({"file": "src/parser.py", "depth": "deep"}), "`depth` takes an integer from 1 to 64"),
+        (
+            "docdex_impact",
+            json!({"file": "src/parser.py", "direction": "sideways"}),
+            "`direction` takes one of `in`, `out`, `both`",
+        ),
+        ("docdex_audit_duplicates", json!({"threshold": "high"}), "`threshold` takes a number above 0 and at most 1"),
+        (
+            "docdex_open",
+            json!({"path": "src/parser.py", "start_line": 10_000_000_000u64}),
+            "`start_line`: invalid value",
+        ),
+        ("docdex_search", json!({"query": "parse", "project_root": 5}), "`project_root` takes a string"),
+    ] {
+        let r = mcp.call(tool, args.clone());
+        let text = r["content"][0]["text"].as_str().unwrap_or_default();
+        assert_eq!(r["isError"], true, "{tool} {args}: {r}");
+        assert!(text.starts_with(&format!("bad_request: bad arguments for {tool}: {said}")), "{tool} {args}: {text}");
+        assert!(!text.contains("usize") && !text.contains("u32") && !text.contains("f32"), "{text}");
+    }
+}
+
+/// tour22 F2: the CLI and HTTP answered structural questions (`docdex ast query`,
+/// `POST /v1/ast/query`) and listed import cycles (`docdex graph cycles`), MCP could do
+/// neither. `docdex_ast_query` and `docdex_impact_cycles` forward to the same engine calls; a
+/// `path_prefix` leaving the repository is refused, and a missing kind names the argument
+/// (it said `pass --kinds`, a flag an agent cannot pass).
+#[test]
+fn ast_queries_and_import_cycles_are_mcp_tools() {
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    write(&repo, "cyc/a.py", "from .b import fb\n\ndef fa():\n    return fb()\n");
+    write(&repo, "cyc/b.py", "from .a import fa\n\ndef fb():\n    return fa()\n");
+    write(&repo, "cyc/__init__.py", "");
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], json!({}));
+    let names: Vec<Value> = listed_tools(&mut mcp).iter().map(|t| t["name"].clone()).collect();
+    assert!(names.contains(&json!("docdex_ast_query")) && names.contains(&json!("docdex_impact_cycles")), "{names:?}");
+    let text = |r: &Value| r["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    let r = mcp.call("docdex_ast_query", json!({"kinds": ["function_definition"], "name": "parse_config"}));
+    assert_eq!(r["isError"], false, "{r}");
+    let v: Value = serde_json::from_str(&text(&r)).unwrap();
+    assert_eq!(v["results"][0]["path"], "src/parser.py", "{v}");
+    assert_eq!(v["results"][0]["samples"][0]["line_start"], 1, "{v}");
+    let r = mcp.call("docdex_ast_query", json!({"kinds": ["function_definition"], "path_prefix": "../"}));
+    assert!(r["isError"] == true && text(&r).starts_with("path_outside_repo:"), "{r}");
+    let r = mcp.call("docdex_ast_query", json!({"kinds": []}));
+    assert!(r["isError"] == true && text(&r).contains("(`kinds`;") && !text(&r).contains("pass --kinds"), "{r}");
+    let r = mcp.call("docdex_ast_query", json!({"kinds": ["funtion_definition"]}));
+    assert!(r["isError"] == true && text(&r).contains("did you mean function_definition"), "{r}");
+    let r = mcp.call("docdex_impact_cycles", json!({}));
+    assert_eq!(r["isError"], false, "{r}");
+    let v: Value = serde_json::from_str(&text(&r)).unwrap();
+    let cycle = v["cycles"][0].to_string();
+    assert!(cycle.contains("cyc/a.py") && cycle.contains("cyc/b.py"), "{v}");
+}
+
+/// tour22 F3: a request that is JSON but for a string that is not Unicode (a lone surrogate
+/// escape, bytes that are not UTF-8) was answered `-32700` with `id: null`, so a client waiting
+/// on its request's id waited forever. The answer now carries the id and says what to send.
+#[test]
+fn a_request_with_a_string_that_is_not_unicode_is_answered_with_its_id() {
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    let (mut child, mut stdin, mut out) = spawn_stdio(&env, &repo, None);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    writeln!(stdin, "{init}").unwrap();
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+    let lone = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"docdex_search","arguments":{"query":"\ud800"}}}"#;
+    let bytes: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":\"b8\",\"method\":\"tools/call\",\"params\":{\"name\":\"docdex_search\",\"arguments\":{\"query\":\"\xff\xfe\"}}}";
+    for (msg, id) in [(&lone[..], json!(7)), (bytes, json!("b8"))] {
+        stdin.write_all(msg).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let r: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!((&r["id"], &r["error"]["code"]), (&id, &json!(-32700)), "{r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains("not Unicode"), "{r}");
+    }
+    drop(stdin);
+    let _ = child.wait();
+}
+
+/// tour22 F4, F5: `docdex_symbols` took a language the index never gives and answered nothing
+/// (search refuses it naming the languages); a `since` of a megabyte reached git's command line
+/// and came back as `io_error: Argument list too long`. Both are bad requests saying what to give.
+#[test]
+fn an_unknown_symbol_language_and_an_enormous_since_are_bad_requests() {
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], json!({}));
+    let text = |r: &Value| r["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    let r = mcp.call("docdex_symbols", json!({"query": "parse", "lang": "klingon"}));
+    assert!(r["isError"] == true && text(&r).starts_with("bad_request: unknown language \"klingon\""), "{r}");
+    assert!(text(&r).contains("python"), "{r}");
+    let r = mcp.call("docdex_symbols", json!({"query": "parse", "lang": "py"}));
+    assert!(r["isError"] == false && text(&r).contains("parse_config"), "{r}");
+    let since = "a".repeat(1 << 20);
+    let r = mcp.call("docdex_context", json!({"task": "parse the config", "since": since}));
+    assert!(
+        r["isError"] == true && text(&r).starts_with("bad_request: since ref"),
+        "{}",
+        &text(&r)[..200.min(text(&r).len())]
+    );
+    assert!(text(&r).contains("longer than 1024 bytes") && text(&r).len() < 1000, "{}", text(&r).len());
+}
+
+/// tour22 F6: MCP could save, recall and delete memories but not list them, and a refused
+/// `docdex_memory_delete` told the agent to run `docdex memory list --repo ...`, a command line
+/// it may not have. `docdex_memory_list` pages them (as `GET /v1/memory`), and the refusal
+/// names it.
+#[test]
+fn memories_are_listed_over_mcp_and_a_refused_delete_names_the_tool() {
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], json!({}));
+    let text = |r: &Value| r["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    for fact in ["integration tests need REDIS_URL", "the parser reads TOML", "releases are cut on Fridays"] {
+        assert_eq!(mcp.call("docdex_memory_save", json!({"content": fact}))["isError"], false);
+    }
+    let r = mcp.call("docdex_memory_list", json!({"limit": 2}));
+    assert_eq!(r["isError"], false, "{r}");
+    let page: Value = serde_json::from_str(&text(&r)).unwrap();
+    assert_eq!((page["total"].as_u64(), page["memories"].as_array().map(Vec::len)), (Some(3), Some(2)), "{page}");
+    assert_eq!(page["memories"][0]["content"], "releases are cut on Fridays", "newest first: {page}");
+    let after = page["next_after"].as_str().expect("a next page").to_string();
+    let r = mcp.call("docdex_memory_list", json!({"after": after}));
+    let rest: Value = serde_json::from_str(&text(&r)).unwrap();
+    assert_eq!(rest["memories"][0]["content"], "integration tests need REDIS_URL", "{rest}");
+    let r = mcp.call("docdex_memory_list", json!({"limit": 0}));
+    assert!(r["isError"] == true && text(&r).starts_with("bad_request: limit 0"), "{r}");
+    let r = mcp.call("docdex_memory_delete", json!({"id": "abc"}));
+    assert!(r["isError"] == true && text(&r).contains("docdex_memory_list"), "{r}");
+    // An id listed is one the delete takes.
+    let id = page["memories"][1]["id"].as_str().unwrap();
+    assert_eq!(mcp.call("docdex_memory_delete", json!({"id": id}))["isError"], false);
 }

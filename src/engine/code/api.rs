@@ -13,7 +13,7 @@ use crate::engine::index::manifest::Summary;
 use crate::engine::index::types::SCHEMA_VERSION;
 use crate::engine::privacy;
 use crate::engine::repos::RepoRef;
-use crate::engine::{canonical_lang, Engine};
+use crate::engine::{checked_lang, Engine};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -188,7 +188,7 @@ impl Engine {
             kind,
             file: file.clone(),
             path_prefix: prefix_of(&repo, req.path_prefix.as_deref())?,
-            lang: req.lang.as_deref().filter(|l| !l.trim().is_empty()).map(canonical_lang),
+            lang: req.lang.as_deref().filter(|l| !l.trim().is_empty()).map(checked_lang).transpose()?,
         };
         let (mode, results, total) = match &query {
             Some(q) => {

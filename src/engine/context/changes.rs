@@ -143,11 +143,19 @@ fn is_binary(root: &Path, rel: &str) -> bool {
     }
 }
 
+/// The longest `since` taken: git's own refs are far shorter, and a megabyte one reached git's
+/// command line and came back as an `io_error` ("Argument list too long").
+const MAX_SINCE_BYTES: usize = 1024;
+
 /// A `since` that git could read as an option or as several words is refused up front, named
 /// as each surface spells it (it said "bad --since" to HTTP and MCP clients, whose field is
-/// `since`).
+/// `since`); so is one longer than [`MAX_SINCE_BYTES`].
 fn check_since(since: Option<&str>) -> Result<()> {
     match since {
+        Some(r) if r.len() > MAX_SINCE_BYTES => Err(Error::BadRequest(format!(
+            "since ref {} is longer than {MAX_SINCE_BYTES} bytes (`--since`, or `since` over HTTP and MCP): give a git ref such as main, origin/main or a commit",
+            crate::error::quoted(r)
+        ))),
         Some(r)
             if r.trim().is_empty() || r.starts_with('-') || r.chars().any(|c| c.is_whitespace() || c.is_control()) =>
         {

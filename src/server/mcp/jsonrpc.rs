@@ -142,14 +142,60 @@ pub fn check_message(bytes: &[u8]) -> Checked {
     }
     let v: Value = match serde_json::from_slice(bytes) {
         Ok(v) => v,
-        Err(e) => {
-            return Checked::Reply(Rejection::new(Value::Null, PARSE_ERROR, format!("parse error: not JSON ({e})")))
-        }
+        Err(e) => return Checked::Reply(unreadable(bytes, &e)),
     };
     match check_value(&v, bytes) {
         Some(rejection) => Checked::Reply(rejection),
         None => Checked::Forward(v),
     }
+}
+
+/// The parse error for a message serde could not read. A message that is JSON but for a string
+/// that is not Unicode (bytes that are not UTF-8, or a lone surrogate escape such as `\ud800`,
+/// which a Python client writes for a file name it could not decode) keeps its request's id:
+/// answered with `id: null`, a client waiting on its id waited forever.
+fn unreadable(bytes: &[u8], e: &serde_json::Error) -> Rejection {
+    let mended = without_lone_surrogates(&String::from_utf8_lossy(bytes));
+    let id = serde_json::from_str::<Value>(&mended)
+        .ok()
+        .and_then(|v| v.get("id").filter(|id| id.is_string() || id.is_number()).cloned());
+    match id {
+        Some(id) => Rejection::new(
+            id,
+            PARSE_ERROR,
+            format!(
+                "parse error: a string in the message is not Unicode ({e}): send UTF-8 text, with no lone surrogate escapes (\\ud800 to \\udfff)"
+            ),
+        ),
+        None => Rejection::new(Value::Null, PARSE_ERROR, format!("parse error: not JSON ({e})")),
+    }
+}
+
+/// `text` with every `\uD800`..`\uDFFF` escape written `\uFFFD`: pairs are broken too, which
+/// does not matter to [`unreadable`], which reads only the id of the result.
+fn without_lone_surrogates(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    let mut i = 0;
+    while i + 6 <= b.len() {
+        let surrogate = b[i] == b'\\'
+            && b[i + 1] == b'u'
+            && b[i + 2].eq_ignore_ascii_case(&b'd')
+            && matches!(b[i + 3].to_ascii_lowercase(), b'8'..=b'9' | b'a'..=b'f')
+            && b[i + 4].is_ascii_hexdigit()
+            && b[i + 5].is_ascii_hexdigit();
+        if surrogate {
+            out.push_str(&text[last..i]);
+            out.push_str("\\ufffd");
+            i += 6;
+            last = i;
+        } else {
+            i += 1;
+        }
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 fn check_value(v: &Value, bytes: &[u8]) -> Option<Rejection> {
@@ -292,6 +338,28 @@ fn kind(v: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A request that is JSON but for a string that is not Unicode is a parse error answered
+    /// with its own id (it was `null`, and the client waited on its id forever).
+    #[test]
+    fn a_string_that_is_not_unicode_keeps_the_request_id() {
+        let lone = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{"query":"\ud800x"}}}"#;
+        let bytes: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"ping\",\"params\":{\"q\":\"\xff\xfe\"}}";
+        for (line, id) in [(&lone[..], json!(7)), (bytes, json!("a"))] {
+            let Checked::Reply(r) = check_message(line) else { panic!("forwarded") };
+            assert_eq!((r.id, r.code), (id, PARSE_ERROR), "{}", r.message);
+            assert!(r.message.contains("not Unicode") && r.message.contains("UTF-8"), "{}", r.message);
+        }
+        // Not JSON at all: no id to find.
+        let Checked::Reply(r) = check_message(br#"{"id": 3, "method": "#) else { panic!("forwarded") };
+        assert_eq!((r.id, r.code), (Value::Null, PARSE_ERROR));
+        // A pair is JSON: passed on.
+        assert!(matches!(
+            check_message(br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"q":"\ud83d\ude00"}}"#),
+            Checked::Forward(_)
+        ));
+        assert_eq!(without_lone_surrogates(r#"a\uD800b\\u0041"#), r#"a\ufffdb\\u0041"#);
+    }
 
     fn reply_of(line: &str) -> Rejection {
         match check_message(line.as_bytes()) {

@@ -10,6 +10,7 @@
 //! not indexed, outside the served repo) are tool errors (`isError: true`)
 //! whose text says what to do, so an agent can act on them.
 
+mod arguments;
 pub mod jsonrpc;
 pub mod service;
 pub mod sessions;
@@ -157,9 +158,10 @@ impl ServerHandler for DocdexMcp {
             .with_server_info(Implementation::new("docdex", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "docdex searches a local code repository's index. Start with docdex_search (plain language or identifiers) \
-                 or docdex_symbols (declarations by name), then docdex_open to read the lines a hit points at. Before \
+                 or docdex_symbols (declarations by name), then docdex_open to read the lines a hit points at. docdex_ast_query \
+                 finds code by syntax-tree node kinds. Before \
                  changing a file, docdex_impact lists what depends on it and docdex_impact_tests the tests that exercise it. docdex_memory_save keeps a fact for later \
-                 sessions; docdex_memory_recall finds it again, docdex_memory_delete forgets a wrong one. docdex_get_profile recalls how the agent and the \
+                 sessions; docdex_memory_recall finds it again, docdex_memory_list lists them, docdex_memory_delete forgets a wrong one. docdex_get_profile recalls how the agent and the \
                  team want code written before you write it; docdex_save_preference teaches it a preference, docdex_set_role says what the agent does. Pass project_root (the repository's absolute path) \
                  unless the server is bound to one.",
             )

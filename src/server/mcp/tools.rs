@@ -7,12 +7,12 @@
 
 use super::{tool_error, DocdexMcp};
 use crate::engine::protocol::{
-    ConflictsRequest, ContextFormat, ContextRequest, DiagnosticsRequest, DiscoveryStatus, DuplicatesRequest,
-    RunTestsRequest, SimilarRequest, TestsRequest, WebResearchRequest, DEFAULT_LISTED,
+    AstQueryRequest, DagTarget, FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest,
+    ProfileRoleRequest, ProfileSearchRequest, SavePreferenceRequest, SearchRequest, SymbolsRequest,
 };
 use crate::engine::protocol::{
-    DagTarget, FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, ProfileRoleRequest,
-    ProfileSearchRequest, SavePreferenceRequest, SearchRequest, SymbolsRequest,
+    ConflictsRequest, ContextFormat, ContextRequest, DiagnosticsRequest, DiscoveryStatus, DuplicatesRequest,
+    RunTestsRequest, SimilarRequest, TestsRequest, WebResearchRequest, DEFAULT_LISTED,
 };
 use crate::engine::Engine;
 use crate::server::error::ApiError;
@@ -128,6 +128,27 @@ pub struct ImpactArgs {
     pub repo: RepoArgs,
 }
 
+/// `docdex_ast_query` arguments: an [`AstQueryRequest`] and the repository. The CLI
+/// (`docdex ast query`) and HTTP (`POST /v1/ast/query`) answered structural questions that MCP
+/// could not ask.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct AstQueryArgs {
+    /// The node kinds and filters.
+    #[serde(flatten)]
+    pub query: AstQueryRequest,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `docdex_impact_cycles` arguments: the repository alone.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CyclesArgs {
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
 /// `docdex_impact_tests` arguments: a [`TestsRequest`] and the repository.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ImpactTestsArgs {
@@ -228,6 +249,23 @@ pub struct MemoryRecallArgs {
     pub repo: RepoArgs,
 }
 
+/// `docdex_memory_list` arguments: a page of the repository's memories. MCP could save, recall
+/// and delete memories but not list them, and a refused delete told the agent to run
+/// `docdex memory list`, a command line it may not have.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MemoryListArgs {
+    /// How many, newest first (default 50, at most 200; a page also stops at about 1 MiB of
+    /// content).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// The `next_after` of the previous page: list the memories older than that one.
+    #[serde(default)]
+    pub after: Option<String>,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
 /// `docdex_memory_delete` arguments: the memory's id and the repository.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct MemoryDeleteArgs {
@@ -318,6 +356,7 @@ const RANGES: &[(&str, &str, u64, Option<u64>)] = &[
     ("docdex_symbols", "limit", 1, None),
     ("docdex_impact", "depth", 1, Some(64)),
     ("docdex_impact_tests", "limit", 1, None),
+    ("docdex_ast_query", "limit", 1, None),
     ("docdex_impact_diagnostics", "limit", 1, None),
     ("docdex_context", "budget", 200, Some(200_000)),
     ("docdex_audit_conflicts", "top", 1, Some(500)),
@@ -325,6 +364,7 @@ const RANGES: &[(&str, &str, u64, Option<u64>)] = &[
     ("docdex_get_profile", "limit", 1, Some(100)),
     ("docdex_run_tests", "timeout_secs", 1, None),
     ("docdex_memory_recall", "limit", 1, None),
+    ("docdex_memory_list", "limit", 1, None),
 ];
 
 /// Writes [`RANGES`] into `tool`'s `inputSchema`.
@@ -343,7 +383,7 @@ fn narrow_ranges(tool: &mut Tool) {
 }
 
 fn all_tools() -> Vec<Tool> {
-    [reading_tools(), code_tools(), action_tools(), memory_tools(), web_tools()].concat()
+    [reading_tools(), code_tools(), graph_tools(), action_tools(), memory_tools(), web_tools()].concat()
 }
 
 /// Finding and reading: search, files, similar files, the server and index state.
@@ -389,7 +429,7 @@ fn reading_tools() -> Vec<Tool> {
     ]
 }
 
-/// Code intelligence: symbols, the impact graph, context packs, audits.
+/// Code intelligence: symbols, syntax trees, context packs, audits.
 fn code_tools() -> Vec<Tool> {
     vec![
         Tool::new(
@@ -402,29 +442,13 @@ fn code_tools() -> Vec<Tool> {
         )
         .annotate(read_only()),
         Tool::new(
-            "docdex_impact",
-            "Before changing a file, see what depends on it: files importing it (inbound), what it imports \
-             (outbound) to `depth` hops, and `affected`, every file whose behaviour may change with it. \
-             Paths are repo-relative; paths outside the repository are refused.",
-            schema::<ImpactArgs>(),
-        )
-        .annotate(read_only()),
-        Tool::new(
-            "docdex_impact_tests",
-            "Which test files exercise a file, nearest first: those importing it at any depth (with the import \
-             chain `via`), those named after it (`test_session.py`, `session_test.go`, `session.test.ts`) and \
-             the file itself when it holds tests. Run these after changing the file. `limit` (default 200); \
-             `total` and `truncated` say when more exist.",
-            schema::<ImpactTestsArgs>(),
-        )
-        .annotate(read_only()),
-        Tool::new(
-            "docdex_impact_diagnostics",
-            "Imports the impact graph could not resolve, by file (all files, or one `file`): dynamic imports, \
-             specifiers no file matches, import-map entries naming no repository file, each with line, code and \
-             reason. Edges from these imports are missing, so docdex_impact cannot see through them. `limit` \
-             (default 200); `total`, `by_code` and `truncated` count them all.",
-            schema::<ImpactDiagnosticsArgs>(),
+            "docdex_ast_query",
+            "Structural search over the parsed code: files holding Tree-sitter node kinds (`kinds`, e.g. \
+             [\"function_definition\"] in Python, [\"function_item\"] in Rust; `mode` any or all), with counts \
+             per kind and sample nodes (line, column, text). `name` keeps declarations of that name, `field` \
+             nodes filling that field of their parent (`name`, `body`, `parameters`, ...). An unknown kind \
+             or field is refused naming the close ones. Use docdex_symbols for declarations by name alone.",
+            schema::<AstQueryArgs>(),
         )
         .annotate(read_only()),
         Tool::new(
@@ -454,6 +478,46 @@ fn code_tools() -> Vec<Tool> {
              each with path, lines, the statements, `kind`, the heuristic's `reason` and an `explanation` (the \
              local chat model's when one answers). Use it before trusting a documented value.",
             schema::<ConflictsArgs>(),
+        )
+        .annotate(read_only()),
+    ]
+}
+
+/// The import graph: what depends on a file, its tests, what could not be resolved, cycles.
+fn graph_tools() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "docdex_impact",
+            "Before changing a file, see what depends on it: files importing it (inbound), what it imports \
+             (outbound) to `depth` hops, and `affected`, every file whose behaviour may change with it. \
+             Paths are repo-relative; paths outside the repository are refused.",
+            schema::<ImpactArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
+            "docdex_impact_cycles",
+            "Import cycles of the repository, largest first: each a set of files that import one another \
+             (directly or through each other). A change to one file of a cycle can reach every other; \
+             docdex_impact marks the files it finds in one.",
+            schema::<CyclesArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
+            "docdex_impact_tests",
+            "Which test files exercise a file, nearest first: those importing it at any depth (with the import \
+             chain `via`), those named after it (`test_session.py`, `session_test.go`, `session.test.ts`) and \
+             the file itself when it holds tests. Run these after changing the file. `limit` (default 200); \
+             `total` and `truncated` say when more exist.",
+            schema::<ImpactTestsArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
+            "docdex_impact_diagnostics",
+            "Imports the impact graph could not resolve, by file (all files, or one `file`): dynamic imports, \
+             specifiers no file matches, import-map entries naming no repository file, each with line, code and \
+             reason. Edges from these imports are missing, so docdex_impact cannot see through them. `limit` \
+             (default 200); `total`, `by_code` and `truncated` count them all.",
+            schema::<ImpactDiagnosticsArgs>(),
         )
         .annotate(read_only()),
     ]
@@ -501,6 +565,14 @@ fn memory_tools() -> Vec<Tool> {
             "Recall facts saved with docdex_memory_save that relate to a question, best first with a score. \
              `mode` says whether they matched by meaning (vector) or by shared words (text).",
             schema::<MemoryRecallArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
+            "docdex_memory_list",
+            "List the facts saved for this repository, newest first, with their ids (to check what later \
+             sessions will be told, or find one to forget with docdex_memory_delete). `limit` (default 50, \
+             at most 200); `next_after` pages on (pass it as `after`); `total` counts them all.",
+            schema::<MemoryListArgs>(),
         )
         .annotate(read_only()),
         Tool::new(
@@ -592,8 +664,24 @@ fn tool_arguments() -> &'static std::collections::HashMap<String, Vec<String>> {
     })
 }
 
+/// Each tool's `inputSchema`, computed once.
+fn tool_schemas() -> &'static std::collections::HashMap<String, Value> {
+    static SCHEMAS: std::sync::OnceLock<std::collections::HashMap<String, Value>> = std::sync::OnceLock::new();
+    SCHEMAS.get_or_init(|| {
+        definitions()
+            .into_iter()
+            .map(|tool| (tool.name.to_string(), Value::Object((*tool.input_schema).clone())))
+            .collect()
+    })
+}
+
+/// Tool `name`'s arguments as `T`; a refusal names the argument at fault and what it takes
+/// ([`super::arguments::explain`]).
 fn parse<T: DeserializeOwned>(name: &str, args: Value) -> Result<T, ApiError> {
-    serde_json::from_value(args).map_err(|e| ApiError::bad_request(format!("bad arguments for {name}: {e}")))
+    T::deserialize(&args).map_err(|e| {
+        let schema = tool_schemas().get(name).cloned().unwrap_or_default();
+        ApiError::bad_request(format!("bad arguments for {name}: {}", super::arguments::explain(&schema, &args, &e)))
+    })
 }
 
 fn ok_json<T: Serialize>(value: &T) -> CallToolResult {
@@ -641,6 +729,8 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
         "docdex_symbols" => symbols(server, args).await,
         "docdex_impact" => impact(server, args).await,
         "docdex_impact_tests" => impact_tests(server, args).await,
+        "docdex_impact_cycles" => impact_cycles(server, args).await,
+        "docdex_ast_query" => ast_query(server, args).await,
         "docdex_impact_diagnostics" => impact_diagnostics(server, args).await,
         "docdex_context" => context(server, args).await,
         "docdex_run_tests" => run_tests(server, args).await,
@@ -649,6 +739,7 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
         "docdex_index" => index(server, args).await,
         "docdex_memory_save" => memory_save(server, args).await,
         "docdex_memory_recall" => memory_recall(server, args).await,
+        "docdex_memory_list" => memory_list(server, args).await,
         "docdex_memory_delete" => memory_delete(server, args).await,
         "docdex_get_profile" => get_profile(server, args).await,
         "docdex_save_preference" => save_preference(server, args).await,
@@ -742,6 +833,17 @@ async fn impact(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: ImpactArgs = parse("docdex_impact", args)?;
     let confined = if a.impact.file.starts_with("ext:") { vec![] } else { vec![a.impact.file.clone()] };
     on_repo(server, a.repo.named(), confined, move |engine, root| engine.impact(root, &a.impact)).await
+}
+
+async fn impact_cycles(server: &DocdexMcp, args: Value) -> ToolResult {
+    let a: CyclesArgs = parse("docdex_impact_cycles", args)?;
+    on_repo(server, a.repo.named(), vec![], move |engine, root| engine.graph_cycles(root)).await
+}
+
+async fn ast_query(server: &DocdexMcp, args: Value) -> ToolResult {
+    let a: AstQueryArgs = parse("docdex_ast_query", args)?;
+    let confined = a.query.path_prefix.iter().cloned().collect();
+    on_repo(server, a.repo.named(), confined, move |engine, root| engine.ast_query(root, &a.query)).await
 }
 
 async fn impact_tests(server: &DocdexMcp, args: Value) -> ToolResult {
@@ -848,7 +950,28 @@ async fn memory_save(server: &DocdexMcp, args: Value) -> ToolResult {
 /// every answer: the CLI and HTTP could delete, MCP could not.
 async fn memory_delete(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: MemoryDeleteArgs = parse("docdex_memory_delete", args)?;
-    on_repo(server, a.repo.named(), vec![], move |engine, root| engine.memory_delete(root, &a.id)).await
+    on_repo(server, a.repo.named(), vec![], move |engine, root| engine.memory_delete(root, &a.id))
+        .await
+        .map_err(listed_over_mcp)
+}
+
+async fn memory_list(server: &DocdexMcp, args: Value) -> ToolResult {
+    let a: MemoryListArgs = parse("docdex_memory_list", args)?;
+    on_repo(server, a.repo.named(), vec![], move |engine, root| {
+        engine.memory_list_page(root, a.limit, a.after.as_deref())
+    })
+    .await
+    .map_err(listed_over_mcp)
+}
+
+/// An engine refusal that says `docdex memory list` shows the memories also names the tool
+/// that does over MCP (an agent may have no shell, as `repo_for` says `docdex_index` for
+/// HTTP's `POST /v1/initialize`).
+fn listed_over_mcp(mut e: ApiError) -> ApiError {
+    if e.message.contains("`docdex memory list") {
+        e.message.push_str(" (over MCP: the docdex_memory_list tool)");
+    }
+    e
 }
 
 async fn memory_recall(server: &DocdexMcp, args: Value) -> ToolResult {
@@ -968,6 +1091,7 @@ mod tests {
         described_alike::<MemoryRecallArgs, MemoryRecallRequest>();
         described_alike::<WebResearchArgs, WebResearchRequest>();
         described_alike::<SetRoleArgs, ProfileRoleRequest>();
+        described_alike::<AstQueryArgs, AstQueryRequest>();
         let kind = &properties::<SymbolsArgs>()["kind"]["description"];
         assert!(kind.as_str().is_some_and(|d| d.contains("`variant`")), "{kind}");
         let search = schema::<SearchArgs>();
