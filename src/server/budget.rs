@@ -98,9 +98,14 @@ fn charge(req: &Request, limit: usize) -> usize {
 }
 
 /// Runs the request with its share of the budget held until its response body is sent; `503
-/// busy` with `Retry-After` (and the connection closed, the body unread) when it does not fit.
+/// busy` with `Retry-After` (and the connection closed, the body unread) when it does not fit,
+/// `413` at once when its declared length is over its route's limit.
 pub async fn within_budget(State(budget): State<BodyBudget>, req: Request, next: Next) -> Response {
-    let bytes = charge(&req, budget.limit_for(req.uri().path()));
+    let limit = budget.limit_for(req.uri().path());
+    if let Some(declared) = declared_over(&req, limit) {
+        return too_large(declared, limit);
+    }
+    let bytes = charge(&req, limit);
     if bytes == 0 {
         return next.run(req).await;
     }
@@ -109,6 +114,29 @@ pub async fn within_budget(State(budget): State<BodyBudget>, req: Request, next:
         Err(used) => return busy(bytes, used, budget.total()),
     };
     next.run(req).await.map(|body| Body::new(Held { body, _share: share }))
+}
+
+/// The length a request declares (`Content-Length`) when it is over its route's `limit`, for
+/// every route but MCP's, whose transports answer in JSON-RPC and read their own bodies.
+fn declared_over(req: &Request, limit: usize) -> Option<u64> {
+    let declared = req.body().size_hint().exact()?;
+    let over = declared > limit as u64 && !req.uri().path().starts_with(MCP_PATHS);
+    over.then_some(declared)
+}
+
+/// Where MCP's transports are served (`/v1/mcp`, `/v1/mcp/message`).
+const MCP_PATHS: &str = "/v1/mcp";
+
+/// `413 payload_too_large` before a byte of the body is read, its connection closed. The body
+/// was read up to the limit first: a client announcing 1 GB with `Expect: 100-continue` (curl
+/// does so past 1 MiB) was told `100 Continue` and sent 2 MiB before its 413, and one that sent
+/// the head alone waited 10 s for a `408`.
+fn too_large(declared: u64, limit: usize) -> Response {
+    let mut e = ApiError::payload_too_large(limit);
+    e.message = format!("{} (its Content-Length is {declared})", e.message);
+    let mut resp = e.into_response();
+    resp.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    resp
 }
 
 fn busy(bytes: usize, used: usize, total: usize) -> Response {

@@ -20,6 +20,7 @@
 
 use super::error::ApiError;
 use super::head_errors::ShapedErrors;
+use super::stall::StalledWrites;
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -59,6 +60,8 @@ pub struct Limits {
     /// Longest time to receive a whole request body (the largest, a 32 MiB hook body, takes
     /// well under a second on any link docdex is meant for).
     pub body_total_timeout: Duration,
+    /// Longest a response may wait for a client that reads none of it (`super::stall`).
+    pub write_stall_timeout: Duration,
 }
 
 impl Limits {
@@ -73,6 +76,7 @@ impl Limits {
             header_read_timeout: Duration::from_secs(10),
             body_idle_timeout: Duration::from_secs(10),
             body_total_timeout: Duration::from_secs(60),
+            write_stall_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -293,7 +297,7 @@ async fn serve_connection(
         })
     };
     let builder = connection_builder(limits);
-    let stream = TokioIo::new(ShapedErrors::new(stream));
+    let stream = TokioIo::new(ShapedErrors::new(StalledWrites::new(stream, limits.write_stall_timeout)));
     let served = builder.serve_connection_with_upgrades(stream, service);
     let mut served = std::pin::pin!(served);
     let mut closing = false;
@@ -319,8 +323,29 @@ async fn serve_connection(
                 closing = true;
                 served.as_mut().graceful_shutdown();
             }
+            _ = tokio::time::sleep_until(idle_deadline(&conn, clock, limits.header_read_timeout)) => {
+                // Idle past the head timeout with no request: hyper's own timeout does not
+                // cover a connection that has sent nothing (or part of HTTP/2's preface), whose
+                // protocol is still unknown, nor HTTP/2 between requests.
+                let idle = limits.header_read_timeout;
+                if conn.in_flight.load(Ordering::SeqCst) == 0 && idle_deadline(&conn, clock, idle) <= tokio::time::Instant::now() {
+                    tracing::trace!("idle connection closed");
+                    return;
+                }
+            }
         }
     }
+}
+
+/// When the connection, if it stays without a request, has been idle for `idle`: from its
+/// last request's end (or its start); while a request is in flight, `idle` from now, to look
+/// again then.
+fn idle_deadline(conn: &Conn, clock: Clock, idle: Duration) -> tokio::time::Instant {
+    if conn.in_flight.load(Ordering::SeqCst) > 0 {
+        return tokio::time::Instant::now() + idle;
+    }
+    let last = clock.0 + Duration::from_millis(conn.last_active.load(Ordering::SeqCst));
+    tokio::time::Instant::from_std(last + idle)
 }
 
 /// Refuses a request with more than [`MAX_HEADERS`] header fields or [`MAX_HEADER_BYTES`] of

@@ -39,6 +39,7 @@ mod repo_select;
 pub mod router;
 pub mod run;
 mod shutdown;
+mod stall;
 pub mod state;
 pub mod work;
 

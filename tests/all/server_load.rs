@@ -376,3 +376,113 @@ async fn slow_large_uploads_holding_the_body_budget_refuse_the_next_one_but_neve
     })
     .await;
 }
+
+/// Shrinks a client socket's receive buffer, so an answer it does not read fills it at once.
+fn small_receive_buffer(s: &std::net::TcpStream) {
+    use std::os::fd::AsRawFd;
+    let size: libc::c_int = 4096;
+    // SAFETY: setsockopt on a descriptor we own, with an int option of its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "setsockopt SO_RCVBUF");
+}
+
+#[test]
+fn a_client_that_reads_none_of_its_answer_is_dropped_after_30_s() {
+    use std::io::{Read, Write};
+    let env = Env::new();
+    let repo = indexed_repo(&env);
+    // A 6 MB file: its answer is larger than the socket buffers (4 MiB at most for the
+    // server's side, 4 KiB for the client's).
+    let line = "a line of the large file that a client asks for and then never reads\n";
+    crate::util::write(&repo, "data/large.txt", line.repeat(6_000_000 / line.len()));
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let mut s = std::net::TcpStream::connect(&server.addr).unwrap();
+    small_receive_buffer(&s);
+    s.write_all(b"GET /v1/open?path=data/large.txt HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    // Reading nothing for 38 s: hyper has no write timeout, and the connection (serving a
+    // request, so never evicted) and its answer in memory were held for as long as the client
+    // liked; now the server gives up on it after 30 s.
+    std::thread::sleep(Duration::from_secs(38));
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut got = Vec::new();
+    let ended = s.read_to_end(&mut got);
+    let text = String::from_utf8_lossy(&got[..got.len().min(400)]).to_string();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    let timed_out = ended
+        .as_ref()
+        .is_err_and(|e| matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut));
+    assert!(!timed_out, "the connection is still open after {} bytes", got.len());
+    let head_end = got.windows(4).position(|w| w == b"\r\n\r\n").expect("a whole head") + 4;
+    let length: usize = text
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no content-length: {text}"));
+    let body = got.len() - head_end;
+    assert!(body < length, "the server waited for the client and sent all {length} bytes");
+    let (resp, _) = send_and_read(
+        &server.addr,
+        "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(10),
+    );
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+}
+
+#[test]
+fn a_connection_that_sends_nothing_or_idles_on_http2_is_closed_after_10_s() {
+    use std::io::{Read, Write};
+    let env = Env::new();
+    let repo = indexed_repo(&env);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let silent = std::net::TcpStream::connect(&server.addr).unwrap();
+    // HTTP/2 with prior knowledge: the preface and an empty SETTINGS frame, then no request.
+    let mut h2 = std::net::TcpStream::connect(&server.addr).unwrap();
+    h2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").unwrap();
+    let started = Instant::now();
+    // hyper's head timeout starts once it knows the protocol, which it learns from the first
+    // bytes, and HTTP/2 has none between requests: both were open for as long as the client
+    // liked (answering HTTP/2's pings), where an idle HTTP/1.1 connection is closed at 10 s.
+    for (mut s, what) in [(silent, "a connection that sent nothing"), (h2, "an idle HTTP/2 connection")] {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut sink = Vec::new();
+        let ended = s.read_to_end(&mut sink);
+        assert!(ended.is_ok(), "{what} was still open after {:?}: {ended:?}", started.elapsed());
+    }
+    let took = started.elapsed();
+    assert!(took >= Duration::from_secs(9) && took < Duration::from_secs(15), "closed after {took:?}");
+}
+
+#[test]
+fn a_body_declared_over_the_limit_is_refused_413_before_it_is_sent() {
+    use std::io::{Read, Write};
+    let env = Env::new();
+    let repo = indexed_repo(&env);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    // curl asks `Expect: 100-continue` before a body over 1 MiB; a client may also send the
+    // head and wait. Both were read up to the 2 MiB limit first: the first was told `100
+    // Continue` (and uploaded), the second waited 10 s for a 408.
+    for expect in ["Expect: 100-continue\r\n", ""] {
+        let mut s = std::net::TcpStream::connect(&server.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let head = format!(
+            "POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n{expect}\r\n"
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        let started = Instant::now();
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        let resp = String::from_utf8_lossy(&out);
+        assert!(resp.starts_with("HTTP/1.1 413"), "{expect:?}: {resp}");
+        assert!(resp.contains("\"code\":\"payload_too_large\"") && resp.contains("1000000000"), "{resp}");
+        assert!(started.elapsed() < Duration::from_secs(3), "answered after {:?}", started.elapsed());
+    }
+}
