@@ -9,6 +9,7 @@
 //! (`index/types.rs`, `search/types.rs`, `code/types.rs`, `waterfall/types.rs`, ...);
 //! this file only gathers them, so nothing inside the engine imports it.
 
+pub use super::analysis::edit_distance;
 pub use super::audit::types::*;
 pub use super::cancel::CancelToken;
 pub use super::check::{CheckItem, CheckOptions, CheckReport, CheckStatus};

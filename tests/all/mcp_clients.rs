@@ -677,14 +677,24 @@ fn a_request_with_a_string_that_is_not_unicode_is_answered_with_its_id() {
     writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
     let lone = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"docdex_search","arguments":{"query":"\ud800"}}}"#;
     let bytes: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":\"b8\",\"method\":\"tools/call\",\"params\":{\"name\":\"docdex_search\",\"arguments\":{\"query\":\"\xff\xfe\"}}}";
-    for (msg, id) in [(&lone[..], json!(7)), (bytes, json!("b8"))] {
+    // tour22 F8: nested past serde's 128 levels, the same (the id is read at the top level).
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"docdex_memory_save","arguments":{{"content":"x","metadata":{}1{}}}}}}}"#,
+        r#"{"a":"#.repeat(200),
+        "}".repeat(200)
+    );
+    for (msg, id, why) in [
+        (&lone[..], json!(7), "not Unicode"),
+        (bytes, json!("b8"), "not Unicode"),
+        (deep.as_bytes(), json!(9), "nested more than 128 levels"),
+    ] {
         stdin.write_all(msg).unwrap();
         stdin.write_all(b"\n").unwrap();
         let mut line = String::new();
         out.read_line(&mut line).unwrap();
         let r: Value = serde_json::from_str(&line).unwrap();
         assert_eq!((&r["id"], &r["error"]["code"]), (&id, &json!(-32700)), "{r}");
-        assert!(r["error"]["message"].as_str().unwrap().contains("not Unicode"), "{r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains(why), "{r}");
     }
     drop(stdin);
     let _ = child.wait();
@@ -743,4 +753,27 @@ fn memories_are_listed_over_mcp_and_a_refused_delete_names_the_tool() {
     // An id listed is one the delete takes.
     let id = page["memories"][1]["id"].as_str().unwrap();
     assert_eq!(mcp.call("docdex_memory_delete", json!({"id": id}))["isError"], false);
+}
+
+/// tour22 F7: an unknown tool's error echoed its name whole (a 1 MB name answered 1 MB) and
+/// did not say which tool was meant. The name is cut, and a misspelt one, or one without the
+/// `docdex_` prefix, gets the tool it likely means.
+#[test]
+fn an_unknown_tool_is_refused_short_with_the_tool_it_likely_means() {
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], json!({}));
+    let refused = |mcp: &mut McpStdio, name: &str| {
+        let r = mcp.request("tools/call", json!({"name": name, "arguments": {}}));
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        r["error"]["message"].as_str().unwrap().to_string()
+    };
+    let m = refused(&mut mcp, "docdex_serch");
+    assert!(m.contains("did you mean docdex_search?") && m.contains("tools/list"), "{m}");
+    let m = refused(&mut mcp, "ast_query");
+    assert!(m.contains("did you mean docdex_ast_query?"), "{m}");
+    let m = refused(&mut mcp, "launch_missiles");
+    assert!(!m.contains("did you mean"), "{m}");
+    let m = refused(&mut mcp, &"x".repeat(1 << 20));
+    assert!(m.len() < 500 && m.contains("(1048576 bytes)"), "{}", m.len());
 }

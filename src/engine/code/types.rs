@@ -401,7 +401,9 @@ pub struct AstSearchResponse {
 /// `docdex ast query`, `POST /v1/ast/query`: per-file match counts plus sample nodes.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct AstQueryRequest {
-    /// Node kinds.
+    /// Tree-sitter node kinds, as the grammars name them: `function_definition` and
+    /// `class_definition` (Python), `function_item` (Rust), `method_declaration` (Java),
+    /// `ERROR` for syntax errors; at most 64. One no grammar has is refused naming close ones.
     pub kinds: Vec<String>,
     /// Any (default) or all of them.
     #[serde(default)]

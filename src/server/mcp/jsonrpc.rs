@@ -150,24 +150,68 @@ pub fn check_message(bytes: &[u8]) -> Checked {
     }
 }
 
-/// The parse error for a message serde could not read. A message that is JSON but for a string
-/// that is not Unicode (bytes that are not UTF-8, or a lone surrogate escape such as `\ud800`,
-/// which a Python client writes for a file name it could not decode) keeps its request's id:
-/// answered with `id: null`, a client waiting on its id waited forever.
+/// The parse error for a message serde could not read. Two kinds keep their request's id, as
+/// the message is JSON but for them: a string that is not Unicode (bytes that are not UTF-8, or a
+/// lone surrogate escape such as `\ud800`, which a Python client writes for a file name it could
+/// not decode), and nesting deeper than serde reads (128 levels). Answered with `id: null`, a
+/// client waiting on its id waited forever.
 fn unreadable(bytes: &[u8], e: &serde_json::Error) -> Rejection {
     let mended = without_lone_surrogates(&String::from_utf8_lossy(bytes));
-    let id = serde_json::from_str::<Value>(&mended)
-        .ok()
-        .and_then(|v| v.get("id").filter(|id| id.is_string() || id.is_number()).cloned());
-    match id {
+    let deep = e.to_string().contains("recursion limit exceeded");
+    let usable = |id: &Value| id.is_string() || id.is_number();
+    let id = match deep {
+        true => top_level_id(&mended),
+        false => serde_json::from_str::<Value>(&mended).ok().and_then(|v| v.get("id").cloned()),
+    };
+    let why =
+        if deep { "the message is nested more than 128 levels deep" } else { "a string in the message is not Unicode" };
+    match id.filter(usable) {
         Some(id) => Rejection::new(
             id,
             PARSE_ERROR,
             format!(
-                "parse error: a string in the message is not Unicode ({e}): send UTF-8 text, with no lone surrogate escapes (\\ud800 to \\udfff)"
+                "parse error: {why} ({e}): send UTF-8 text, with no lone surrogate escapes (\\ud800 to \\udfff), nested at most 128 levels"
             ),
         ),
         None => Rejection::new(Value::Null, PARSE_ERROR, format!("parse error: not JSON ({e})")),
+    }
+}
+
+/// The value of the top-level `id` of a JSON object, read without parsing what is nested (a
+/// message too deep for serde); `None` when it is not a plain scalar.
+fn top_level_id(text: &str) -> Option<Value> {
+    let b = text.as_bytes();
+    let (mut depth, mut i) = (0usize, 0usize);
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let end = string_end(b, i)?;
+                let key = depth == 1 && &text[i..=end] == "\"id\"";
+                if let Some(value) = text[end + 1..].trim_start().strip_prefix(':').filter(|_| key) {
+                    let value = value.trim_start();
+                    let stop = value.find([',', '}']).unwrap_or(value.len());
+                    return serde_json::from_str(value[..stop].trim()).ok();
+                }
+                i = end;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The index of the quote closing the JSON string opened at `start`.
+fn string_end(b: &[u8], start: usize) -> Option<usize> {
+    let mut j = start + 1;
+    loop {
+        match b.get(j)? {
+            b'\\' => j += 2,
+            b'"' => return Some(j),
+            _ => j += 1,
+        }
     }
 }
 
@@ -350,6 +394,16 @@ mod tests {
             assert_eq!((r.id, r.code), (id, PARSE_ERROR), "{}", r.message);
             assert!(r.message.contains("not Unicode") && r.message.contains("UTF-8"), "{}", r.message);
         }
+        // Nested past serde's limit: the id is read at the top level.
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","method":"ping","params":{{"a":{}1{}}},"id":"d 1"}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let Checked::Reply(r) = check_message(deep.as_bytes()) else { panic!("forwarded") };
+        assert_eq!((r.id, r.code), (json!("d 1"), PARSE_ERROR), "{}", r.message);
+        assert!(r.message.contains("nested more than 128 levels"), "{}", r.message);
+        assert_eq!(top_level_id(r#"{"x":{"id":1},"m":"id","s":"\"id\":2","id" : 3}"#), Some(json!(3)));
         // Not JSON at all: no id to find.
         let Checked::Reply(r) = check_message(br#"{"id": 3, "method": "#) else { panic!("forwarded") };
         assert_eq!((r.id, r.code), (Value::Null, PARSE_ERROR));

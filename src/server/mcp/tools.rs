@@ -744,14 +744,30 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
         "docdex_get_profile" => get_profile(server, args).await,
         "docdex_save_preference" => save_preference(server, args).await,
         "docdex_set_role" => set_role(server, args).await,
-        other => {
-            return Err(McpError::invalid_params(
-                format!("unknown tool {other:?}; tools/list names the available ones"),
-                None,
-            ))
-        }
+        other => return Err(McpError::invalid_params(unknown_tool(other), None)),
     };
     Ok(result.unwrap_or_else(|e| tool_error(&e)))
+}
+
+/// The error for a tool this server does not have: its name cut to a readable length (a 1 MB
+/// name came back whole) and the tool it likely means, misspelt or without the `docdex_` prefix
+/// (`search`, `docdex_serch`).
+fn unknown_tool(name: &str) -> String {
+    let names = tool_arguments();
+    let prefixed = format!("docdex_{name}");
+    let close = names.keys().find(|t| **t == prefixed).or_else(|| {
+        (name.len() <= 64)
+            .then(|| {
+                names
+                    .keys()
+                    .filter_map(|t| crate::engine::protocol::edit_distance(name, t, 3).map(|d| (d, t)))
+                    .min()
+                    .map(|(_, t)| t)
+            })
+            .flatten()
+    });
+    let hint = close.map(|t| format!("did you mean {t}? ")).unwrap_or_default();
+    format!("unknown tool {}; {hint}tools/list names the available ones", crate::error::quoted(name))
 }
 
 async fn search(server: &DocdexMcp, args: Value) -> ToolResult {
