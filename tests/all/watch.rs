@@ -467,3 +467,29 @@ fn a_watched_batch_keeps_the_file_table_for_the_next_search() {
     assert_eq!(identity(), kept, "the search had to tabulate the batch's table again");
     watcher.stop();
 }
+
+/// The watcher's queue counts the files not yet in the text index: 0 once a batch is
+/// searchable, while its embeddings are still being made. It kept the batch's size until they
+/// were done, so after a 30,000-file checkout `status` said `ready` with 24,600 files queued
+/// for ten seconds.
+#[test]
+fn a_batch_searchable_while_its_embeddings_are_made_is_not_counted_as_queued() {
+    use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+    let fake = FakeOllama::start(FakeOllamaOptions { embed_delay_ms: 4_000, ..Default::default() }).expect("fake");
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &fake.url(), "fake-chat", "fake-embed");
+    let repo = env.repo("q");
+    write(&repo, "start.md", "# Start\n\narmadillo\n");
+    let watcher = Watcher::start(&engine, &repo);
+    for i in 0..5 {
+        write(&repo, &format!("n{i}.md"), format!("# Note {i}\n\npangolin{i}\n"));
+    }
+    let batch_sent =
+        || fake.requests().iter().any(|(p, b)| p == "/api/embed" && b["input"].as_array().is_some_and(|a| a.len() > 1));
+    eventually("the batch's embeddings in flight", batch_sent);
+    let hits = hit_paths(&engine, &repo, "pangolin3");
+    assert_eq!(hits.first().map(String::as_str), Some("n3.md"), "the batch is searchable: {hits:?}");
+    let status = engine.status(&repo).unwrap();
+    assert_eq!(status.queued_files, Some(0), "{:?} {:?}", status.index_state, status.progress);
+    watcher.stop();
+}

@@ -208,6 +208,10 @@ impl Engine {
         let quiet = |_: &IndexProgress| {};
         match session.update(&scope, &quiet) {
             Ok(mut summary) => {
+                // The batch is searchable now: only its embeddings are left, which the queue
+                // does not count (it said `ready` beside the whole batch queued while a large
+                // one was embedded).
+                session.status().queued(0, true);
                 let _ = self.record_indexed(repo, &summary);
                 // The next search (often this process's own: the workbench, a server) maps the
                 // batch's file table instead of tabulating it.
