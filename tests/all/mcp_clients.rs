@@ -777,3 +777,55 @@ fn an_unknown_tool_is_refused_short_with_the_tool_it_likely_means() {
     let m = refused(&mut mcp, &"x".repeat(1 << 20));
     assert!(m.len() < 500 && m.contains("(1048576 bytes)"), "{}", m.len());
 }
+
+/// tour22 F6 (continued): refusals that advise a command line name the MCP tool beside it: an
+/// unknown agent said only `docdex profile add --agent ...`, a symbol store to rebuild only
+/// `docdex index --repo ...`.
+#[test]
+fn refusals_advising_a_command_line_name_the_mcp_tool_beside_it() {
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], json!({}));
+    let text = |r: &Value| r["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    let r = mcp.call("docdex_get_profile", json!({"agent_id": "nobody_here", "query": "tests"}));
+    assert!(r["isError"] == true && text(&r).contains("`docdex profile add --agent nobody_here"), "{r}");
+    assert!(text(&r).contains("(over MCP: docdex_save_preference or docdex_set_role"), "{r}");
+    fn find(dir: &std::path::Path, name: &str) -> Option<PathBuf> {
+        std::fs::read_dir(dir).ok()?.flatten().find_map(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                find(&p, name)
+            } else {
+                (p.file_name()? == name).then_some(p)
+            }
+        })
+    }
+    drop(mcp);
+    let db = find(&env.home(), "symbols.db").expect("a symbol store");
+    // tour22 F9: a store created and not yet committed to (a watcher re-extracting a lost store,
+    // or a run stopped before its first commit: generation 0, no rows) answered every query with
+    // no results, as if no such symbol existed; it is refused as not extracted yet.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("UPDATE meta SET value = '0' WHERE key = 'generation'; DELETE FROM symbols; DELETE FROM files;")
+        .unwrap();
+    drop(conn);
+    let r = symbols_without_a_watcher(&env, &repo);
+    assert!(r["isError"] == true && text(&r).starts_with("stale_index: no symbols have been extracted"), "{r}");
+    assert!(text(&r).contains("an index run is extracting them"), "{r}");
+    // A lost store: `docdex index` is advised, and the tool that runs it named.
+    std::fs::remove_file(&db).unwrap();
+    let r = symbols_without_a_watcher(&env, &repo);
+    assert!(r["isError"] == true && text(&r).starts_with("stale_index: no symbols have been extracted"), "{r}");
+    assert!(text(&r).contains("(over MCP: the docdex_index tool)"), "{r}");
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap(), "--no-watch"], json!({}));
+    assert_eq!(mcp.call("docdex_index", json!({}))["isError"], false);
+    let r = mcp.call("docdex_symbols", json!({"query": "parse_config"}));
+    assert!(r["isError"] == false && text(&r).contains("src/parser.py"), "the tool rebuilt it: {r}");
+}
+
+/// `docdex_symbols parse_config` from a `docdex mcp` that runs no watcher (one would start
+/// extracting at once).
+fn symbols_without_a_watcher(env: &Env, repo: &std::path::Path) -> Value {
+    let mut mcp = McpStdio::start(env, &["--repo", repo.to_str().unwrap(), "--no-watch"], json!({}));
+    mcp.call("docdex_symbols", json!({"query": "parse_config"}))
+}

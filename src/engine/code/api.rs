@@ -24,8 +24,24 @@ pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 1000;
 
 /// Opens the store for a query, failing clearly when there is none or it is stale.
+/// The repository's symbol store, once it can answer: a store no extraction has committed to
+/// yet (generation 0 and no file: created by a watcher or an index run now re-extracting a lost
+/// store, or by a run stopped before its first commit) is refused as not extracted yet. It
+/// answered every query with no results, which reads as "no such symbol" (tour22 F9). A store
+/// with files at generation 0 lags (killed between its two commits) and still answers.
 fn open_current(repo: &RepoRef) -> Result<SymbolReader> {
     let reader = SymbolReader::open(repo)?.ok_or_else(|| missing_store(repo))?;
+    // Before the schema check: a store being created has no schema written yet either.
+    let holds_files =
+        || reader.conn().query_row("SELECT EXISTS(SELECT 1 FROM files)", [], |r| r.get::<_, bool>(0)).unwrap_or(false);
+    if reader.meta().generation == 0 && !holds_files() {
+        return Err(Error::StaleIndex(format!(
+            "no symbols have been extracted for {} yet: an index run is extracting them (ask again when \
+             `docdex status` says ready), or one stopped before it committed any; run `docdex index --repo {}`",
+            repo.root.display(),
+            crate::error::shell_path(&repo.root)
+        )));
+    }
     reader.ensure_current(&repo.root)?;
     Ok(reader)
 }

@@ -746,7 +746,27 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
         "docdex_set_role" => set_role(server, args).await,
         other => return Err(McpError::invalid_params(unknown_tool(other), None)),
     };
-    Ok(result.unwrap_or_else(|e| tool_error(&e)))
+    Ok(result.unwrap_or_else(|e| tool_error(&over_mcp(e))))
+}
+
+/// Command lines the engine's refusals advise, and the tool that does the same over MCP (an
+/// agent may have no shell; `repo_for` does the same for HTTP's `POST /v1/initialize`).
+const MCP_EQUIVALENTS: &[(&str, &str)] = &[
+    ("`docdex memory list", "the docdex_memory_list tool"),
+    ("`docdex index --repo", "the docdex_index tool"),
+    ("`docdex profile add --agent", "docdex_save_preference or docdex_set_role with this agent_id creates it"),
+];
+
+/// `e` with the MCP tool beside each command line it advises: a refused memory delete said
+/// only `docdex memory list --repo ...`, an unknown agent `docdex profile add ...`, a store
+/// to rebuild `docdex index --repo ...`.
+fn over_mcp(mut e: ApiError) -> ApiError {
+    let tools: Vec<&str> =
+        MCP_EQUIVALENTS.iter().filter(|(command, _)| e.message.contains(command)).map(|(_, tool)| *tool).collect();
+    if !tools.is_empty() {
+        e.message.push_str(&format!(" (over MCP: {})", tools.join("; ")));
+    }
+    e
 }
 
 /// The error for a tool this server does not have: its name cut to a readable length (a 1 MB
@@ -966,9 +986,7 @@ async fn memory_save(server: &DocdexMcp, args: Value) -> ToolResult {
 /// every answer: the CLI and HTTP could delete, MCP could not.
 async fn memory_delete(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: MemoryDeleteArgs = parse("docdex_memory_delete", args)?;
-    on_repo(server, a.repo.named(), vec![], move |engine, root| engine.memory_delete(root, &a.id))
-        .await
-        .map_err(listed_over_mcp)
+    on_repo(server, a.repo.named(), vec![], move |engine, root| engine.memory_delete(root, &a.id)).await
 }
 
 async fn memory_list(server: &DocdexMcp, args: Value) -> ToolResult {
@@ -977,17 +995,6 @@ async fn memory_list(server: &DocdexMcp, args: Value) -> ToolResult {
         engine.memory_list_page(root, a.limit, a.after.as_deref())
     })
     .await
-    .map_err(listed_over_mcp)
-}
-
-/// An engine refusal that says `docdex memory list` shows the memories also names the tool
-/// that does over MCP (an agent may have no shell, as `repo_for` says `docdex_index` for
-/// HTTP's `POST /v1/initialize`).
-fn listed_over_mcp(mut e: ApiError) -> ApiError {
-    if e.message.contains("`docdex memory list") {
-        e.message.push_str(" (over MCP: the docdex_memory_list tool)");
-    }
-    e
 }
 
 async fn memory_recall(server: &DocdexMcp, args: Value) -> ToolResult {
