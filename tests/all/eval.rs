@@ -997,3 +997,84 @@ fn the_repository_evaluated_is_named_by_its_absolute_path() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("evaluating search on {}", root.display())), "{err}");
 }
+
+/// A commit whose body is thousands of lines made a query of 100 KB or more, which search refuses: the
+/// whole evaluation stopped with "query too long ... describe the task in fewer words" (tour 24 F1).
+/// Its query is now the opening words, within what search takes.
+#[test]
+fn a_commit_with_an_enormous_message_makes_a_query_search_takes() {
+    let env = Env::new();
+    let root = env.repo("chatty");
+    git(&root, &["init", "-q", "-b", "main"]);
+    write(&root, "src/rotation.py", "def rotate(angle):\n    return angle % 360\n");
+    commit(&root, "Initial import of the rotation helpers for the widgets");
+    write(
+        &root,
+        "src/rotation.py",
+        "def rotate(angle):\n    return angle % 360\n\ndef clamp(angle):\n    return max(0, angle)\n",
+    );
+    let body: String = (0..2_000).map(|i| format!("line {i} explains the rotation rework in detail\n")).collect();
+    commit(&root, &format!("Keep negative widget angles from breaking the rotation\n\n{body}"));
+    let report = env.engine().eval(&root, &git_request(5, 1), &quiet()).expect("eval");
+    let query = report.queries.iter().map(|q| &q.query).find(|q| q.starts_with("Keep")).expect("the query");
+    assert!(query.starts_with("Keep negative widget angles") && query.contains("line 0 explains"), "{query}");
+    assert!(query.len() <= 4096, "{} bytes", query.len());
+    assert_eq!(report.runs[0].metrics.n, 2);
+}
+
+/// A query file whose query search refuses (over 4,096 bytes) was read, the index brought up
+/// to date, and the run stopped at that query naming none; an id or answer of 100,000
+/// characters came back whole in the refusal (tour 24 F2, F6). Both are refused at once now,
+/// naming the query by the start of its id.
+#[test]
+fn a_query_file_with_an_overlong_query_or_id_is_refused_up_front_and_quoted_short() {
+    let env = Env::new();
+    let root = env.repo("plain2");
+    write(&root, "src/billing.py", "def render_invoice(order):\n    return order.total_with_tax\n");
+    let file = env.dir.path().join("q.jsonl");
+    let run_with = |text: String| {
+        std::fs::write(&file, text).unwrap();
+        let out = env.run(&["eval", "--repo", root.to_str().unwrap(), "--queries", file.to_str().unwrap()]);
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let long = "invoice ".repeat(1000);
+    let (code, err) = run_with(format!("{{\"id\":\"wordy\",\"query\":\"{long}\",\"gold\":[\"src/billing.py\"]}}\n"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(r#"query "wordy": query too long: 8000 bytes"#), "{err}");
+
+    let (id, gold) = ("i".repeat(100_000), format!("src/{}", "p".repeat(100_000)));
+    let (code, err) = run_with(format!("{{\"id\":\"{id}\",\"query\":\"render it\",\"gold\":[\"{gold}\"]}}\n"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!("query \"{}…\": answer \"src/{}…\" is not a file", "i".repeat(100), "p".repeat(96))),
+        "{err}"
+    );
+    assert!(err.len() < 1000, "{} bytes", err.len());
+}
+
+/// `--compare FILE` with a file that is not a config (malformed TOML) exited 1, an error of
+/// docdex's own, where every other bad `--compare` is bad input, exit 2 (tour 24 F3).
+#[test]
+fn a_malformed_compare_file_is_bad_input_naming_the_flag() {
+    let env = Env::new();
+    let root = env.repo("cmp2");
+    write(&root, "src/billing.py", "def render_invoice(order):\n    return order.total_with_tax\n");
+    let queries = env.dir.path().join("q.jsonl");
+    std::fs::write(&queries, "{\"id\":\"a\",\"query\":\"render the invoice total\",\"gold\":[\"src/billing.py\"]}\n")
+        .unwrap();
+    let config = env.dir.path().join("broken.toml");
+    std::fs::write(&config, "[search\nfusion = \n").unwrap();
+    let args = [
+        "eval",
+        "--repo",
+        root.to_str().unwrap(),
+        "--queries",
+        queries.to_str().unwrap(),
+        "--compare",
+        config.to_str().unwrap(),
+    ];
+    let out = env.run(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("--compare config {}: TOML parse error", config.display())), "{err}");
+}

@@ -1025,7 +1025,11 @@ pub fn redact(subject: &str, body: &str, changed: &[&str], diff: &str, gold_text
                 || (is_code_shaped(w) && in_code(w)))
         })
         .collect();
-    kept.join(" ").replace(" .", ".").trim().to_string()
+    let query = kept.join(" ").replace(" .", ".");
+    // A body of thousands of lines is a query search refuses (`limits::check_query`): the
+    // whole evaluation stopped on it, telling the user to "describe the task in fewer words".
+    // Its opening words, cut within the limits, are what a person would have typed.
+    crate::engine::limits::fit_query(query.trim()).into_owned()
 }
 
 /// `Signed-off-by: ...`, `Co-authored-by: ...`, `Closes #1`, `Fixes: ...`.

@@ -160,7 +160,14 @@ impl Engine {
         let (mut config, path, warnings, label) = match with {
             CompareWith::File(path) => {
                 let text = read_given(path, "the --compare config")?;
-                let (config, warnings) = Config::parse_validated(&text, path)?;
+                // A file the user named that is not a config is bad input (exit 2), as a bad
+                // `section.key=value` is; it was exit 1, an error of docdex's own.
+                let (config, warnings) = Config::parse_validated(&text, path).map_err(|e| match e {
+                    Error::Config { path, message } => {
+                        Error::BadRequest(format!("--compare config {}: {message}", path.display()))
+                    }
+                    other => other,
+                })?;
                 (config, path.clone(), warnings, path.display().to_string())
             }
             CompareWith::Overrides(settings) => {
@@ -390,9 +397,24 @@ fn read_given(path: &Path, what: &str) -> Result<String> {
 fn check_queries(root: &Path, queries: &[EvalQuery]) -> std::result::Result<(), String> {
     let mut seen = std::collections::HashSet::new();
     if let Some(q) = queries.iter().find(|q| !seen.insert(q.id.as_str())) {
-        return Err(format!("query id {:?} appears more than once; each query needs its own id", q.id));
+        return Err(format!("query id {:?} appears more than once; each query needs its own id", short(&q.id)));
+    }
+    // A query search refuses stopped the whole run after indexing, naming no query.
+    if let Some((q, e)) =
+        queries.iter().find_map(|q| crate::engine::limits::check_query(&q.query).err().map(|e| (q, e)))
+    {
+        return Err(format!("query {:?}: {e}", short(&q.id)));
     }
     refuse_answers(root, queries, |g| answer_problem(root, g))
+}
+
+/// An id or a path as an error quotes it: its first 100 characters. A 100,000-character id
+/// came back whole, three times over.
+fn short(text: &str) -> String {
+    match text.char_indices().nth(100) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
 }
 
 /// Once the index is up to date: every answer is a file the index holds. One it leaves out
@@ -440,7 +462,7 @@ fn refuse_answers(
     let bad: Vec<String> = queries
         .iter()
         .flat_map(|q| q.gold.iter().map(move |g| (q, g)))
-        .filter_map(|(q, g)| problem(g).map(|why| format!("query {:?}: answer {g:?} {why}", q.id)))
+        .filter_map(|(q, g)| problem(g).map(|why| format!("query {:?}: answer {:?} {why}", short(&q.id), short(g))))
         .collect();
     match bad.len() {
         0 => Ok(()),
