@@ -610,9 +610,16 @@ impl Engine {
     pub fn status(&self, repo_path: &Path) -> Result<StatusResponse> {
         let repo = self.resolve_repo(repo_path)?;
         let live = StatusData::read(&repo.status_path());
-        let indexed = repo.index_dir().join("meta.json").exists() && repo.manifest_path().exists();
+        let (has_meta, has_manifest) = (repo.index_dir().join("meta.json").exists(), repo.manifest_path().exists());
+        let indexed = has_meta && has_manifest;
         let running = matches!(&live, Some((d, false)) if d.state == IndexState::Updating);
-        if !indexed && !running {
+        let generation = if has_meta { committed_generation(&repo.index_dir()) } else { 0 };
+        // A manifest without a commit, or a commit without its manifest, is damage (reported
+        // below), not "not indexed"; an interrupted run (a first one killed between its commit
+        // and its manifest) is named as such instead.
+        let interrupted = matches!(&live, Some((_, true)));
+        let broken = !running && !interrupted && (has_manifest || generation > 0);
+        if !indexed && !running && !broken {
             // A first run killed or stopped before its first commit is named, with what to run
             // (`/v1/status` and `docdex_status` said only "not indexed").
             return Err(self.explain_not_indexed(Error::NotIndexed { path: repo.root.clone() }));
@@ -622,11 +629,7 @@ impl Engine {
         let mut warnings: Vec<String> = self.inner.warnings.clone();
         let mut state = IndexState::Ready;
         let (mut queued, mut progress, mut last_event) = (Some(0), None, None);
-        let generation = if indexed {
-            index::schema::open(&repo.index_dir()).map(|(i, _)| index::schema::read_payload(&i).generation).unwrap_or(0)
-        } else {
-            0
-        };
+        let generation = if indexed { generation } else { 0 };
         if let Some((d, interrupted)) = live {
             state = if interrupted { IndexState::Ready } else { d.state };
             warnings.extend(live_warnings(&d, interrupted, indexed, generation, &repo.root));
@@ -648,6 +651,13 @@ impl Engine {
                 "the index is damaged ({detail}); run `docdex index --repo {} --repair` to rebuild it",
                 crate::error::shell_path(&repo.root)
             ));
+        }
+        let bookkeeping = broken.then(|| {
+            index::damage::bookkeeping_warning(&repo.index_dir(), &repo.manifest_path(), documents, &repo.root)
+        });
+        if let Some(w) = bookkeeping.flatten() {
+            state = IndexState::Error;
+            warnings.push(w);
         }
         warnings.extend(skip_warnings(&summary));
         let srcs = index::sources::load(&repo.state_dir);
@@ -837,6 +847,11 @@ pub(crate) fn quiet_panics<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     QUIET_PANICS.with(|q| q.set(was));
     r
+}
+
+/// The generation of the index's last commit (0 when it has none or does not open).
+fn committed_generation(index_dir: &Path) -> u64 {
+    index::schema::open(index_dir).map(|(i, _)| index::schema::read_payload(&i).generation).unwrap_or(0)
 }
 
 /// An index error met while reading the live index means it is damaged: say so, and record

@@ -219,6 +219,19 @@ pub fn graph_path(repo: &RepoRef) -> PathBuf {
     repo.data_dir().join(FILE_NAME)
 }
 
+/// Whether the stored graph is missing or not JSON (truncated or overwritten by hand, or by a
+/// crash of a filesystem without ordered writes). The index run treats such a graph as missing
+/// and builds it again: `impact` tells the user to run `docdex index`, which otherwise found
+/// nothing changed and left the damaged file in place for ever. A syntax scan only (no tree is
+/// built), so it costs a few milliseconds per megabyte on each run.
+pub fn unreadable(path: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(path) else {
+        return true;
+    };
+    let reader = std::io::BufReader::new(file);
+    serde_json::from_reader::<_, serde::de::IgnoredAny>(reader).is_err()
+}
+
 /// Rebuilds `impact_graph.json` from every code file's imports. Called after each index run
 /// that changed code files; `files` lists all of them, not only the changed ones. Call it after
 /// the run's manifest is saved: non-code targets (`include_str!` data, JSON imports) are looked
@@ -817,9 +830,13 @@ pub fn load(path: &Path) -> Result<Option<ImpactGraph>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io("reading", path, e)),
     };
-    let corrupt = |message: String| Error::CorruptState {
+    let corrupt = |message: String| {
+        Error::CorruptState {
         path: path.into(),
-        message: format!("{message}; run `docdex index --repo <repo>` to rebuild the impact graph"),
+        message: format!(
+            "{message}; run `docdex index --repo <repo>` (or `docdex graph rebuild --repo <repo>`) to rebuild the impact graph"
+        ),
+    }
     };
     let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
     match value.get("schema") {

@@ -134,7 +134,8 @@ impl CodePass {
         }
         // A run killed after its symbols committed but before the graph was written left the
         // mark; a store with files but no graph file lost it some other way.
-        let graph_missing = !index_created && !graph::graph_path(repo).exists() && !store.created();
+        // A graph file that is not JSON (truncated or overwritten) counts as missing.
+        let graph_missing = !index_created && graph::unreadable(&graph::graph_path(repo)) && !store.created();
         // A graph an older docdex resolved (another `RESOLUTION_VERSION`) is rebuilt once; so is
         // a new store's (even with no code file to parse: a docs-only or empty repo), so that the
         // first run records this build's resolution and writes an (empty) graph.

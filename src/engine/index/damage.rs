@@ -94,3 +94,27 @@ fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
         .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_else(|| "a panic".into())
 }
+
+/// What status should say about the live generation's two bookkeeping files, `meta.json`
+/// (Tantivy's commit) and `manifest.json` (docdex's file list), when one is gone or unreadable
+/// (removed or cut short by hand, a crash of a filesystem without ordered writes). Status said
+/// "not indexed yet" while search answered (manifest gone), or "ready" with 0 files (manifest
+/// not JSON); the next `docdex index` rebuilds what is missing, so the warning says that.
+/// `files`: the summary's file count; the manifest is parsed only when it is 0, so a healthy
+/// status costs nothing more.
+pub fn bookkeeping_warning(index_dir: &Path, manifest: &Path, files: u64, repo: &Path) -> Option<String> {
+    let meta = index_dir.join("meta.json");
+    let problem = if !meta.exists() {
+        format!("{} is missing", meta.display())
+    } else if !manifest.exists() {
+        format!("{} is missing", manifest.display())
+    } else if files == 0 && read_json::<serde_json::Value>(manifest).is_err() {
+        format!("{} is not valid JSON", manifest.display())
+    } else {
+        return None;
+    };
+    Some(format!(
+        "the index's state is damaged ({problem}); run `docdex index --repo {} --repair` to rebuild it (memories and profiles are kept)",
+        crate::error::shell_path(repo)
+    ))
+}

@@ -102,6 +102,12 @@ pub enum Live {
 /// index stays searchable (as far as it is) until a new generation replaces it.
 pub fn open_live(dir: &Path) -> Live {
     if !dir.join("meta.json").exists() {
+        // Segments without the commit naming them (`meta.json` removed by hand, or lost): a
+        // damaged index, replaced by a new generation (which clears the damage marker), not a
+        // first index to fill in place beside orphaned files.
+        if holds_segments(dir) {
+            return Live::Unusable("its meta.json is missing while segment files remain".into());
+        }
         return Live::Missing;
     }
     match open(dir) {
@@ -123,6 +129,15 @@ pub fn open_live(dir: &Path) -> Live {
         }
         Err(e) => Live::Unusable(format!("it does not open: {e}")),
     }
+}
+
+/// Whether `dir` holds Tantivy segment files (`.store`, `.idx`).
+pub fn holds_segments(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    entries.flatten().any(|entry| {
+        let name = entry.file_name();
+        Path::new(&name).extension().is_some_and(|ext| ext == "store" || ext == "idx")
+    })
 }
 
 /// Creates an empty index in `dir` (created if missing; it must hold no index).

@@ -79,6 +79,9 @@ impl RepoSearcher {
         // Read before the reader opens, so a commit landing in between is seen as new later.
         let (hash, generation) = meta_state(&dir);
         if generation == 0 {
+            if let Some(message) = unreadable_meta(&dir) {
+                return Err(Error::Index { path: dir, message });
+            }
             return Err(Error::NotIndexed { path: repo.root.clone() });
         }
         // Tantivy panics on some damage (a segment file shorter than its footer).
@@ -1033,6 +1036,23 @@ fn meta_state(dir: &Path) -> (u64, u64) {
         .map(|p| p.generation)
         .unwrap_or(0);
     (xxhash_rust::xxh3::xxh3_64(&bytes), generation)
+}
+
+/// Why an index directory that reads as generation 0 is damaged rather than not built yet:
+/// its `meta.json` is not Tantivy's JSON (truncated, overwritten), or it is gone while segment
+/// files remain. Such an index was called "not indexed yet" while status said ready, and the
+/// advice (`docdex index`) did not name the repair. A `meta.json` without a commit payload is a
+/// first index still running: not damage.
+fn unreadable_meta(dir: &Path) -> Option<String> {
+    let meta = dir.join("meta.json");
+    match std::fs::read(&meta) {
+        Ok(bytes) => serde_json::from_slice::<serde_json::Value>(&bytes)
+            .err()
+            .map(|e| format!("{} cannot be read ({e})", meta.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => schema::holds_segments(dir)
+            .then(|| format!("{} is missing while the index holds segment files", meta.display())),
+        Err(_) => None,
+    }
 }
 
 fn meta_mtime(dir: &Path) -> Option<SystemTime> {

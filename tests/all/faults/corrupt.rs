@@ -196,3 +196,100 @@ fn a_damaged_registry_is_kept_aside_and_rebuilt_from_the_repositories_state() {
     let search = env.run(&["search", "--repo", sa, "alpha", "--json"]);
     assert!(String::from_utf8_lossy(&search.stdout).contains("a.rs"), "{search:?}");
 }
+
+/// The live generation's `meta.json`, `manifest.json` and `impact_graph.json`.
+fn bookkeeping(env: &Env, repo: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let data = env.engine().resolve_repo(repo).unwrap().data_dir();
+    (data.join("index/meta.json"), data.join("manifest.json"), data.join("impact_graph.json"))
+}
+
+fn status(env: &Env, repo: &Path) -> serde_json::Value {
+    env.json(&["status", "--repo", repo.to_str().unwrap(), "--json"])
+}
+
+fn memories(env: &Env, repo: &Path) -> String {
+    let out = env.run(&["memory", "list", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Tour 26 F1: a `meta.json` removed, emptied or overwritten by hand was "not indexed yet; run
+/// `docdex index`" for search while status said ready with every file; removed, `docdex index`
+/// then built a first index in place beside the orphaned segments.
+#[test]
+fn a_lost_or_unreadable_meta_json_is_damage_named_with_the_repair() {
+    let env = Env::new();
+    let repo = repo_with_files(&env);
+    let r = repo.to_str().unwrap();
+    env.run(&["memory", "store", "--repo", r, "the zebra note stays"]);
+    let (meta, _, _) = bookkeeping(&env, &repo);
+    for how in ["removed", "emptied", "overwritten"] {
+        match how {
+            "removed" => std::fs::remove_file(&meta).unwrap(),
+            "emptied" => std::fs::write(&meta, b"").unwrap(),
+            _ => std::fs::write(&meta, [0x9c; 300]).unwrap(),
+        }
+        let out = search(&env, &repo, "zebra150");
+        assert_damaged(&out);
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("meta.json"),
+            "{how}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let st = status(&env, &repo);
+        assert_eq!(st["index_state"], "error", "{how}: {st}");
+        assert!(st["warnings"].to_string().contains("--repair"), "{how}: {st}");
+        let summary = env.json(&["index", "--repo", r, "--repair", "--json"]);
+        assert_eq!(summary["rebuilt"], true, "{how}: {summary}");
+        assert_searchable(&env, &repo);
+        assert_eq!(status(&env, &repo)["documents"], 300, "{how}");
+        assert!(memories(&env, &repo).contains("the zebra note stays"), "{how}");
+    }
+}
+
+/// Tour 26 F2: the manifest removed made status say "not indexed yet" while search answered;
+/// emptied, status said ready with 0 files. Both are damage, named with the repair.
+#[test]
+fn a_lost_or_unreadable_manifest_is_reported_by_status_and_repaired() {
+    let env = Env::new();
+    let repo = repo_with_files(&env);
+    let r = repo.to_str().unwrap();
+    let (_, manifest, _) = bookkeeping(&env, &repo);
+    for (how, removed) in [("removed", true), ("emptied", false)] {
+        if removed {
+            std::fs::remove_file(&manifest).unwrap();
+        } else {
+            std::fs::write(&manifest, b"").unwrap();
+        }
+        let st = status(&env, &repo);
+        assert_eq!(st["index_state"], "error", "{how}: {st}");
+        let warnings = st["warnings"].to_string();
+        assert!(warnings.contains("manifest.json") && warnings.contains("--repair"), "{how}: {st}");
+        env.json(&["index", "--repo", r, "--repair", "--json"]);
+        assert_searchable(&env, &repo);
+        assert_eq!(status(&env, &repo)["documents"], 300, "{how}");
+    }
+}
+
+/// Tour 26 F3: an `impact_graph.json` that is not JSON made `impact` say "run `docdex index` to
+/// rebuild the impact graph", and `docdex index` (even `--repair`) found nothing to do.
+#[test]
+fn an_unreadable_impact_graph_is_rebuilt_by_the_next_index_run() {
+    let env = Env::new();
+    let repo = env.repo("g");
+    write(&repo, "a.py", "import b\n\ndef fa():\n    return b.fb()\n");
+    write(&repo, "b.py", "def fb():\n    return 1\n");
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let (_, _, graph) = bookkeeping(&env, &repo);
+    std::fs::write(&graph, &b"{\"schema\": {\"name\": \"docdex.impact"[..]).unwrap();
+    let out = env.run(&["impact", "--repo", r, "b.py", "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("impact_graph.json") && stderr.contains("graph rebuild"),
+        "{stderr}"
+    );
+    env.json(&["index", "--repo", r, "--json"]);
+    let impact = env.json(&["impact", "--repo", r, "b.py", "--json"]);
+    assert!(impact.to_string().contains("a.py"), "{impact}");
+}
