@@ -595,6 +595,51 @@ fn a_pdf_whose_forms_draw_themselves_is_a_note_not_an_abort() {
     assert_eq!(hit_paths(&env.engine(), &repo, "sandpiper diamond"), ["diamond.pdf"]);
 }
 
+/// A one-page PDF whose page (object 3) says `text` with `page_extra` in its dictionary, under
+/// page-tree node 2 (`node_extra`), with node 6 (`/Parent 2 0 R`) beside them.
+fn parent_pdf(text: &str, page_extra: &str, node_extra: &str) -> Vec<u8> {
+    let content = format!("BT /F1 12 Tf 72 712 Td ({text}) Tj ET");
+    raw_pdf(&[
+        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
+        format!("<< /Type /Pages /Kids [3 0 R] /Count 1 {node_extra} >>"),
+        format!("<< /Type /Page /Contents 4 0 R {page_extra} >>"),
+        format!("<< /Length {} >>\nstream\n{content}\nendstream", content.len()),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_string(),
+        "<< /Type /Pages /Kids [] /Count 0 /Parent 2 0 R >>".to_string(),
+    ])
+}
+
+/// Page-tree nodes naming each other (or a page itself) as `/Parent` sent pdf-extract's
+/// inherited-attribute lookup (`/Resources`, when no node has them) into endless recursion: a
+/// 700-byte file overflowed the stack and aborted the whole index run (tour25 F1). The loop is
+/// cut where it closes, so such a page reads as the same page without the loop, and a page
+/// inheriting from before the loop keeps what it inherits.
+#[test]
+fn a_pdf_whose_page_tree_parents_loop_is_read_not_an_abort() {
+    let env = Env::new();
+    let repo = env.repo("parents");
+    let bare = "/Parent 2 0 R /MediaBox [0 0 612 792]";
+    write(&repo, "loop.pdf", parent_pdf("Avocet loop", bare, "/Parent 6 0 R"));
+    write(&repo, "self.pdf", parent_pdf("Avocet loop", "/Parent 3 0 R /MediaBox [0 0 612 792]", ""));
+    write(&repo, "noloop.pdf", parent_pdf("Avocet loop", bare, ""));
+    let inherited = "/MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Parent 6 0 R";
+    write(&repo, "inherit.pdf", parent_pdf("Godwit inherit", "/Parent 2 0 R", inherited));
+    write(&repo, "plain.pdf", pdf(&[&["Curlew plain"]], false));
+    let started = std::time::Instant::now();
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    assert!(started.elapsed() < HANG_GUARD);
+    let note = |p: &str| summary.skipped.iter().find(|s| s.path == p).map(|s| s.reason.clone());
+    assert_eq!(note("loop.pdf"), note("noloop.pdf"), "{:?}", summary.skipped);
+    assert_eq!(note("self.pdf"), note("noloop.pdf"));
+    assert_eq!(note("inherit.pdf"), None);
+    assert_eq!(hit_paths(&env.engine(), &repo, "godwit inherit"), ["inherit.pdf"]);
+    assert_eq!(hit_paths(&env.engine(), &repo, "curlew plain"), ["plain.pdf"]);
+    let mut avocet = hit_paths(&env.engine(), &repo, "avocet loop");
+    avocet.sort();
+    let expected: &[&str] = if note("noloop.pdf").is_none() { &["loop.pdf", "noloop.pdf", "self.pdf"] } else { &[] };
+    assert_eq!(avocet, expected);
+}
+
 /// A PDF from raw object bodies as bytes (object n is `objects[n - 1]`; 1 is the catalog).
 fn raw_pdf_bytes(objects: &[Vec<u8>]) -> Vec<u8> {
     pdf_with_trailer(objects, "")

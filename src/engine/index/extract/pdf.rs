@@ -38,6 +38,33 @@ fn keep_first_pages(doc: &mut Document, pages: &std::collections::BTreeMap<u32, 
     }
 }
 
+/// The most `/Parent` links followed up from a page: a balanced tree of a million pages is
+/// some ten levels deep.
+const MAX_PARENT_DEPTH: usize = 64;
+
+/// Cuts every page's `/Parent` chain where it loops or passes [`MAX_PARENT_DEPTH`] links.
+/// pdf-extract looks up an inherited attribute (`/MediaBox`, `/Resources`) by recursing up
+/// `/Parent` with no check, so two page-tree nodes naming each other as parent (a 700-byte
+/// file) overflowed the stack and aborted the whole index run. The node whose link closes the
+/// loop keeps no parent; what it inherited before the loop it still inherits.
+fn cut_parent_loops(doc: &mut Document, pages: &std::collections::BTreeMap<u32, pdf_extract::ObjectId>) {
+    for &page in pages.values() {
+        let mut seen = std::collections::HashSet::from([page]);
+        let mut node = page;
+        while let Some(parent) = doc.get_dictionary(node).ok().and_then(|d| d.get(b"Parent").ok()?.as_reference().ok())
+        {
+            if seen.len() > MAX_PARENT_DEPTH || !seen.insert(parent) {
+                tracing::debug!(?node, ?parent, "PDF page tree: /Parent loop or chain cut");
+                if let Ok(dict) = doc.get_dictionary_mut(node) {
+                    dict.remove(b"Parent");
+                }
+                break;
+            }
+            node = parent;
+        }
+    }
+}
+
 /// Extracts the text of every page.
 pub(super) fn extract(bytes: &[u8]) -> Result<Extracted, Refusal> {
     super::pdf_scan::check_xref(bytes)?;
@@ -48,6 +75,7 @@ pub(super) fn extract(bytes: &[u8]) -> Result<Extracted, Refusal> {
         return Err(Refusal::Encrypted);
     }
     let pages = pages_to_read(&mut doc)?;
+    cut_parent_loops(&mut doc, &pages);
     drop_images(&mut doc);
     let sizes = check_inflation(&doc, &pages)?;
     super::pdf_work::check_work(&doc, &pages, &sizes, MAX_PAGES as usize)?;
