@@ -95,8 +95,19 @@ fn print_conflicts(out: &Out, r: &ConflictsResponse) {
     for p in &r.pairs {
         let kind = serde_json::to_value(p.kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         out.line(&out.paint("1", &format!("{kind} conflict (similarity {:.2})", p.similarity)));
-        out.line(&format!("  a {}:{}-{}  {}", visible(&p.a.path), p.a.line_start, p.a.line_end, visible(&p.a.text)));
-        out.line(&format!("  b {}:{}-{}  {}", visible(&p.b.path), p.b.line_start, p.b.line_end, visible(&p.b.text)));
+        for (side, x) in [("a", &p.a), ("b", &p.b)] {
+            let copies = match x.copies {
+                0 => String::new(),
+                n => format!(" (and {} word for word)", count(n, "other place")),
+            };
+            out.line(&format!(
+                "  {side} {}:{}-{}{copies}  {}",
+                visible(&x.path),
+                x.line_start,
+                x.line_end,
+                visible(&x.text)
+            ));
+        }
         out.line(&format!("  {} ({})", visible(&p.explanation), p.explained_by));
     }
     let summary = format!(
@@ -112,6 +123,10 @@ fn print_conflicts(out: &Out, r: &ConflictsResponse) {
     print_summary(out, &summary, r.notice.as_deref(), &r.limits);
 }
 
+/// Members of one duplicate group the text lists: a group of 3,000 copies printed 3,000 lines
+/// (and a vendored tree of 200,000 would print them all) before the summary.
+const SHOWN_MEMBERS: usize = 20;
+
 fn print_duplicates(out: &Out, r: &DuplicatesResponse) {
     for g in &r.groups {
         let kind = match g.kind {
@@ -119,8 +134,11 @@ fn print_duplicates(out: &Out, r: &DuplicatesResponse) {
             DuplicateKind::Near => "near",
         };
         out.line(&out.paint("1", &format!("{kind} duplicates ({} chunks) {}", g.items.len(), g.group_id)));
-        for i in &g.items {
+        for i in g.items.iter().take(SHOWN_MEMBERS) {
             out.line(&format!("  {}:{}-{}  {:.3}", visible(&i.path), i.line_start, i.line_end, i.score));
+        }
+        if g.items.len() > SHOWN_MEMBERS {
+            out.line(&format!("  … and {} more (--json lists every one)", g.items.len() - SHOWN_MEMBERS));
         }
     }
     let method = match r.method {

@@ -436,3 +436,49 @@ fn conflicts_skip_code_in_rst_literal_blocks() {
     assert_eq!(texts.len(), 1, "only the prose: {texts:#?}");
     assert!(texts[0].0.starts_with("The worker pool starts"), "{texts:#?}");
 }
+
+/// One statement copied into 300 files filled every LSH bucket it fell in (256 members at most
+/// are paired), so the one file contradicting it was never compared: "0 conflicts" and a
+/// "capped" note; at 200 copies the one conflict was reported 200 times (tour 24 F4). Copies
+/// are compared once now, and the passage says how many other places state it.
+#[test]
+fn a_statement_copied_into_hundreds_of_files_still_meets_its_contradiction_once() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let repo = env.repo("copies");
+    for i in 0..300 {
+        write(&repo, &format!("copies/copy_{i:03}.md"), "The default timeout is 30 seconds for every request.\n");
+    }
+    write(&repo, "zz_guide.md", "The default timeout is 60 seconds for every request.\n");
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    let v = env.json(&["audit", "conflicts", "--repo", r, "--no-model", "--json"]);
+    assert_eq!(v["pairs_total"], 1, "{v}");
+    assert_eq!(v["capped"], false, "{v}");
+    let pair = &v["pairs"][0];
+    assert_eq!((pair["a"]["path"].as_str(), pair["a"]["copies"].as_u64()), (Some("copies/copy_000.md"), Some(299)));
+    assert_eq!((pair["b"]["path"].as_str(), pair["b"].get("copies")), (Some("zz_guide.md"), None), "{pair}");
+    let text =
+        String::from_utf8_lossy(&env.run(&["audit", "conflicts", "--repo", r, "--no-model"]).stdout).into_owned();
+    assert!(text.contains("a copies/copy_000.md:1-1 (and 299 other places word for word)"), "{text}");
+}
+
+/// A group of 3,000 identical files printed 3,000 lines before the summary; the text lists 20
+/// members of a group and says how many more `--json` has (tour 24 F5).
+#[test]
+fn a_huge_duplicate_group_lists_twenty_members_and_counts_the_rest() {
+    let env = Env::new();
+    let repo = env.repo("clones");
+    let text = "This paragraph explains how the rotation of widgets is configured by the operator in production.\n";
+    for i in 0..60 {
+        write(&repo, &format!("copies/f{i:02}.md"), text);
+    }
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    let out = String::from_utf8_lossy(&env.run(&["audit", "duplicates", "--repo", r]).stdout).into_owned();
+    assert!(out.contains("exact duplicates (60 chunks)"), "{out}");
+    assert!(out.contains("copies/f19.md:1-1") && !out.contains("copies/f20.md"), "{out}");
+    assert!(out.contains("… and 40 more (--json lists every one)"), "{out}");
+    let v = env.json(&["audit", "duplicates", "--repo", r, "--json"]);
+    assert_eq!(v["groups"][0]["items"].as_array().map(Vec::len), Some(60));
+}

@@ -12,13 +12,14 @@
 use super::claims::{self, Statement};
 use super::minhash;
 use super::types::*;
-use super::{check_unit, indexed_files, line_starts, lines, map_files, round3, score_pairs, MAX_PAIRS};
+use super::{check_unit, indexed_files, line_starts, lines, map_files, round3, score_pairs, IndexedFile, MAX_PAIRS};
 use crate::engine::cancel::CancelToken;
 use crate::engine::index::files::FileClass;
 use crate::engine::llm::{ChatMessage, ChatRequest, Role, Sampling};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -44,22 +45,7 @@ impl Engine {
         let top = crate::engine::limits::count_in_range("top", req.top, DEFAULT_CONFLICT_TOP, MAX_TOP)?;
         let repo = self.resolve_repo(repo_path)?;
         let files: Vec<_> = indexed_files(&repo)?.into_iter().filter(|f| f.class == FileClass::Docs).collect();
-        let (per_file, stale) = map_files(&repo, &files, |file, text| {
-            // Code in reStructuredText literal blocks is no claim (blanked, lines kept).
-            let text = &*claims::mask_literal_blocks(text);
-            let starts = line_starts(text);
-            let mut seen = HashSet::new();
-            let mut out = Vec::new();
-            for &(a, b) in &file.ranges {
-                for s in claims::statements(lines(text, &starts, a, b), a) {
-                    // Overlapping window chunks repeat a statement: keep it once.
-                    if seen.insert((s.line_start, s.text.clone())) {
-                        out.push((file.path.clone(), s));
-                    }
-                }
-            }
-            out
-        })?;
+        let (per_file, stale) = map_files(&repo, &files, file_statements)?;
         let mut limits = Vec::new();
         let mut notes = Vec::new();
         if stale > 0 {
@@ -68,10 +54,19 @@ impl Engine {
                 crate::engine::fsutil::count(stale, "file")
             ));
         }
-        let mut stmts: Vec<(String, Statement)> = per_file.into_iter().flatten().collect();
+        let all: Vec<(String, Statement)> = per_file.into_iter().flatten().collect();
+        let read = all.len();
+        let (mut stmts, copies) = collapse_copies(all);
+        let repeated = copies.iter().filter(|&&n| n > 0).count();
+        if repeated > 0 {
+            notes.push(format!(
+                "{} said word for word in several places, each compared once (`copies` counts the other places)",
+                crate::engine::fsutil::count(repeated, "statement")
+            ));
+        }
         if stmts.len() > MAX_STATEMENTS {
             limits.push(format!(
-                "only the first {MAX_STATEMENTS} of {} statements (in path order) were compared",
+                "only the first {MAX_STATEMENTS} of {} distinct statements (in path order) were compared",
                 stmts.len()
             ));
             stmts.truncate(MAX_STATEMENTS);
@@ -88,7 +83,7 @@ impl Engine {
                 minhash::MAX_BUCKET
             ));
         }
-        let mut found = disagreeing(&stmts, &pairs, min_sim)?;
+        let mut found = disagreeing(&stmts, &copies, &pairs, min_sim)?;
         let pairs_total = found.len();
         found.truncate(top);
         if req.explain.unwrap_or(true) && !found.is_empty() {
@@ -105,7 +100,7 @@ impl Engine {
             kind: "conflicts".into(),
             min_similarity: min_sim,
             files: files.len().saturating_sub(stale) as u64,
-            statements: stmts.len() as u64,
+            statements: read as u64,
             pairs_compared: pairs.len() as u64,
             capped: !limits.is_empty(),
             limits,
@@ -167,7 +162,12 @@ impl Engine {
 /// The candidate pairs at least `min_sim` alike that disagree (a number, a version, a default,
 /// a negation), most similar first; statements whose lines overlap in one file are not compared.
 /// [`Error::Cancelled`] once the thread's ambient token trips (looked at between blocks of pairs).
-fn disagreeing(stmts: &[(String, Statement)], pairs: &[(u32, u32)], min_sim: f32) -> Result<Vec<ConflictPair>> {
+fn disagreeing(
+    stmts: &[(String, Statement)],
+    copies: &[u64],
+    pairs: &[(u32, u32)],
+    min_sim: f32,
+) -> Result<Vec<ConflictPair>> {
     let mut found = score_pairs(pairs, |i, j| {
         let ((pa, a), (pb, b)) = (&stmts[i as usize], &stmts[j as usize]);
         if pa == pb && a.line_start <= b.line_end && b.line_start <= a.line_end {
@@ -178,15 +178,16 @@ fn disagreeing(stmts: &[(String, Statement)], pairs: &[(u32, u32)], min_sim: f32
             return None;
         }
         let (kind, reason) = claims::disagreement(a, b)?;
-        let passage = |p: &String, s: &Statement| Passage {
+        let passage = |p: &String, s: &Statement, copies: u64| Passage {
             path: p.clone(),
             line_start: s.line_start,
             line_end: s.line_end,
             text: s.text.clone(),
+            copies,
         };
         Some(ConflictPair {
-            a: passage(pa, a),
-            b: passage(pb, b),
+            a: passage(pa, a, copies[i as usize]),
+            b: passage(pb, b, copies[j as usize]),
             similarity: round3(sim),
             kind,
             explanation: reason.clone(),
@@ -200,4 +201,42 @@ fn disagreeing(stmts: &[(String, Statement)], pairs: &[(u32, u32)], min_sim: f32
             .then_with(|| (&x.a.path, x.a.line_start, &x.b.path).cmp(&(&y.a.path, y.a.line_start, &y.b.path)))
     });
     Ok(found)
+}
+
+/// The statements of one indexed file's chunks, each once.
+fn file_statements(file: &IndexedFile, text: &str) -> Vec<(String, Statement)> {
+    // Code in reStructuredText literal blocks is no claim (blanked, lines kept).
+    let text = &*claims::mask_literal_blocks(text);
+    let starts = line_starts(text);
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for &(a, b) in &file.ranges {
+        for s in claims::statements(lines(text, &starts, a, b), a) {
+            // Overlapping window chunks repeat a statement: keep it once.
+            if seen.insert((s.line_start, s.text.clone())) {
+                out.push((file.path.clone(), s));
+            }
+        }
+    }
+    out
+}
+
+/// Statements said word for word in several places, kept once (the first, in path order) with
+/// how many other places say them. 300 copies of one sentence filled every LSH bucket it fell
+/// in (256 members at most are paired), so the one statement contradicting them was never
+/// compared; 200 copies made 200 reports of one conflict. Two copies never disagree.
+fn collapse_copies(stmts: Vec<(String, Statement)>) -> (Vec<(String, Statement)>, Vec<u64>) {
+    let mut first: HashMap<String, usize> = HashMap::new();
+    let (mut out, mut copies) = (Vec::new(), Vec::new());
+    for (path, s) in stmts {
+        match first.entry(s.text.clone()) {
+            Entry::Occupied(e) => copies[*e.get()] += 1,
+            Entry::Vacant(e) => {
+                e.insert(out.len());
+                out.push((path, s));
+                copies.push(0);
+            }
+        }
+    }
+    (out, copies)
 }

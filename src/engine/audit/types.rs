@@ -154,6 +154,14 @@ pub struct Passage {
     pub line_end: u32,
     /// The statement, whitespace collapsed.
     pub text: String,
+    /// How many other places state it word for word (compared once, as this one; left out
+    /// when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub copies: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Two passages that disagree.
