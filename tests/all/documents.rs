@@ -509,13 +509,26 @@ fn html_in_latin_1_or_windows_1252_keeps_its_accents() {
 
 /// A DOCX whose body is `inner` (inside `<w:body>`), with the parts a Word package has.
 fn docx_with_body(inner: &str) -> Vec<u8> {
+    docx_body_xml(&format!(
+        r#"<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>{inner}</w:body></w:document>"#
+    ))
+}
+
+/// A DOCX whose `word/document.xml` is `xml`, whole.
+fn docx_body_xml(xml: &str) -> Vec<u8> {
     use std::io::Write;
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
     let parts = [
-        ("[Content_Types].xml", r#"<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/></Types>"#.to_string()),
-        ("_rels/.rels", r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>"#.to_string()),
-        ("word/document.xml", format!(r#"<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>{inner}</w:body></w:document>"#)),
+        (
+            "[Content_Types].xml",
+            r#"<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/></Types>"#,
+        ),
+        (
+            "_rels/.rels",
+            r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>"#,
+        ),
+        ("word/document.xml", xml),
     ];
     for (name, text) in parts {
         zip.start_file(name, opts).unwrap();
@@ -593,6 +606,37 @@ fn a_pdf_whose_forms_draw_themselves_is_a_note_not_an_abort() {
     assert_eq!(note("loop.pdf"), "corrupt PDF (a form XObject draws itself)");
     assert_eq!(note("chain.pdf"), "corrupt PDF (form XObjects nest deeper than 32 levels)");
     assert_eq!(hit_paths(&env.engine(), &repo, "sandpiper diamond"), ["diamond.pdf"]);
+}
+
+/// A DOCX body declaring entities (billion laughs, an external `SYSTEM` file) was refused as
+/// `corrupt DOCX (Failed to read xml.)`, naming nothing (tour25 F2); it is named, nothing is
+/// expanded or read, and the run goes on.
+#[test]
+fn a_docx_declaring_xml_entities_is_named_and_nothing_is_expanded() {
+    let env = Env::new();
+    let repo = env.repo("entities");
+    let w = r#"xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main""#;
+    let body = |dtd: &str, text: &str| {
+        format!(
+            r#"<?xml version="1.0"?>{dtd}<w:document {w}><w:body><w:p><w:r><w:t>{text}</w:t></w:r></w:p></w:body></w:document>"#
+        )
+    };
+    let mut laughs = String::from(r#"<!DOCTYPE d [<!ENTITY l0 "lol">"#);
+    for i in 1..10 {
+        laughs.push_str(&format!(r#"<!ENTITY l{i} "{}">"#, format!("&l{};", i - 1).repeat(10)));
+    }
+    laughs.push_str("]>");
+    write(&repo, "laughs.docx", docx_body_xml(&body(&laughs, "&l9;")));
+    let xxe = r#"<!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]>"#;
+    write(&repo, "xxe.docx", docx_body_xml(&body(xxe, "Ruff &x;")));
+    write(&repo, "plain.docx", docx_body_xml(&body("", "Dunlin plain")));
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let note = |p: &str| summary.skipped.iter().find(|s| s.path == p).map(|s| s.reason.clone()).unwrap_or_default();
+    for file in ["laughs.docx", "xxe.docx"] {
+        assert!(note(file).starts_with("corrupt DOCX (the document body declares a DTD"), "{:?}", summary.skipped);
+    }
+    assert_eq!(hit_paths(&env.engine(), &repo, "dunlin plain"), ["plain.docx"]);
+    assert!(hit_paths(&env.engine(), &repo, "root").is_empty(), "/etc/passwd was not read");
 }
 
 /// A one-page PDF whose page (object 3) says `text` with `page_extra` in its dictionary, under

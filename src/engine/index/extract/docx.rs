@@ -91,6 +91,13 @@ fn body_alone(bytes: &[u8]) -> Result<docx_rs::Document, Refusal> {
             MAX_BODY_BYTES / (1024 * 1024)
         )));
     }
+    // docx-rs's XML reader refuses a DTD with only "Failed to read xml.": name it instead.
+    if memchr::memmem::find(&xml, b"<!DOCTYPE").is_some() {
+        return Err(Refusal::Corrupt(
+            "the document body declares a DTD (<!DOCTYPE>, entities), which Word never writes; it is not expanded"
+                .into(),
+        ));
+    }
     if xml_too_deep(&xml, MAX_XML_DEPTH) {
         return Err(Refusal::Corrupt(format!("the document body nests elements deeper than {MAX_XML_DEPTH} levels")));
     }
