@@ -30,7 +30,25 @@ fn register_vec() {
 
 /// Maps a SQLite error on `path`.
 pub fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
-    move |e| Error::Database { path: path.to_path_buf(), message: e.to_string() }
+    move |e| Error::Database { path: path.to_path_buf(), message: with_space_hint(path, e.to_string()) }
+}
+
+/// SQLite's message, with what to do when it failed for want of space. On a full disk a WAL
+/// database cannot even be read (its shared-memory file needs room), and SQLite says only
+/// "disk I/O error": `memory list` and `memory store` answered that and nothing else. Checked
+/// only on such an error, and said only when under 1 MiB is free.
+fn with_space_hint(path: &Path, message: String) -> String {
+    if !(message.contains("disk I/O error") || message.contains("database or disk is full")) {
+        return message;
+    }
+    let free = path.parent().and_then(crate::engine::fsutil::available_bytes);
+    match free {
+        Some(free) if free < 1024 * 1024 => format!(
+            "{message}: the disk holding it is full ({} KiB free); free space there and run the command again (nothing stored in it was lost)",
+            free / 1024
+        ),
+        _ => message,
+    }
 }
 
 /// The fewest characters of an id that [`id_by_prefix`] takes as a prefix: UUIDs share
