@@ -87,6 +87,10 @@ fn compare_with(values: &[String]) -> Result<Option<CompareWith>, Error> {
                 )));
             }
             if let Some(s) = settings.iter().find(|s| !s.contains('=')) {
+                // A directory was "neither a config file that exists ..." though it exists.
+                if std::path::Path::new(s).is_dir() {
+                    return Err(Error::BadRequest(format!("--compare {s:?} is a directory, not a config file")));
+                }
                 return Err(Error::BadRequest(format!(
                     "--compare {s:?} is neither a config file that exists nor a section.key=value setting"
                 )));

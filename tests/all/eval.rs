@@ -1053,7 +1053,8 @@ fn a_query_file_with_an_overlong_query_or_id_is_refused_up_front_and_quoted_shor
 }
 
 /// `--compare FILE` with a file that is not a config (malformed TOML) exited 1, an error of
-/// docdex's own, where every other bad `--compare` is bad input, exit 2 (tour 24 F3).
+/// docdex's own, where every other bad `--compare` is bad input, exit 2 (tour 24 F3); a
+/// directory was called "neither a config file that exists nor a setting" (F8).
 #[test]
 fn a_malformed_compare_file_is_bad_input_naming_the_flag() {
     let env = Env::new();
@@ -1077,4 +1078,10 @@ fn a_malformed_compare_file_is_bad_input_naming_the_flag() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains(&format!("--compare config {}: TOML parse error", config.display())), "{err}");
+    // A directory exists, though it is no config (tour 24 F8).
+    let dir = env.dir.path().to_str().unwrap();
+    let out = env.run(&["eval", "--repo", args[2], "--queries", args[4], "--compare", dir]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("--compare {dir:?} is a directory, not a config file")), "{err}");
 }
