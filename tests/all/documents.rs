@@ -678,6 +678,12 @@ fn a_pdf_whose_page_tree_parents_loop_is_read_not_an_abort() {
     assert_eq!(note("inherit.pdf"), None);
     assert_eq!(hit_paths(&env.engine(), &repo, "godwit inherit"), ["inherit.pdf"]);
     assert_eq!(hit_paths(&env.engine(), &repo, "curlew plain"), ["plain.pdf"]);
+    // A page with no /MediaBox anywhere is read as US Letter (it was `the parser failed`).
+    let no_box = "/Parent 2 0 R /Resources << /Font << /F1 5 0 R >> >>";
+    write(&repo, "nobox.pdf", parent_pdf("Whimbrel boxless", no_box, "/Parent 6 0 R"));
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    assert!(summary.skipped.iter().all(|s| s.path != "nobox.pdf"), "{:?}", summary.skipped);
+    assert_eq!(hit_paths(&env.engine(), &repo, "whimbrel boxless"), ["nobox.pdf"]);
     let mut avocet = hit_paths(&env.engine(), &repo, "avocet loop");
     avocet.sort();
     let expected: &[&str] = if note("noloop.pdf").is_none() { &["loop.pdf", "noloop.pdf", "self.pdf"] } else { &[] };

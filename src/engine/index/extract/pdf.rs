@@ -65,6 +65,32 @@ fn cut_parent_loops(doc: &mut Document, pages: &std::collections::BTreeMap<u32, 
     }
 }
 
+/// Gives a page that neither has nor inherits a `/MediaBox` (an array) US Letter's, as
+/// lenient readers do: pdf-extract panics without one, so one such page made the whole file
+/// `the parser failed on this file`, naming nothing (tour25 F3). Runs after
+/// [`cut_parent_loops`], so every chain ends.
+fn default_media_box(doc: &mut Document, pages: &std::collections::BTreeMap<u32, pdf_extract::ObjectId>) {
+    use pdf_extract::Object;
+    for &page in pages.values() {
+        let mut node = Some(page);
+        let mut found = false;
+        while let Some(dict) = node.and_then(|id| doc.get_dictionary(id).ok()) {
+            let media_box = dict.get(b"MediaBox").ok().map(|o| doc.dereference(o).map(|(_, o)| o));
+            if media_box.is_some_and(|o| o.is_ok_and(|o| o.as_array().is_ok())) {
+                found = true;
+                break;
+            }
+            node = dict.get(b"Parent").ok().and_then(|p| p.as_reference().ok());
+        }
+        if !found {
+            if let Ok(dict) = doc.get_dictionary_mut(page) {
+                let letter = [0, 0, 612, 792].map(Object::Integer).to_vec();
+                dict.set("MediaBox", Object::Array(letter));
+            }
+        }
+    }
+}
+
 /// Extracts the text of every page.
 pub(super) fn extract(bytes: &[u8]) -> Result<Extracted, Refusal> {
     super::pdf_scan::check_xref(bytes)?;
@@ -76,6 +102,7 @@ pub(super) fn extract(bytes: &[u8]) -> Result<Extracted, Refusal> {
     }
     let pages = pages_to_read(&mut doc)?;
     cut_parent_loops(&mut doc, &pages);
+    default_media_box(&mut doc, &pages);
     drop_images(&mut doc);
     let sizes = check_inflation(&doc, &pages)?;
     super::pdf_work::check_work(&doc, &pages, &sizes, MAX_PAGES as usize)?;
