@@ -565,6 +565,12 @@ fn language_rows(
 /// (status is polled); nothing for a store never committed, or one another docdex's schema
 /// wrote (the index run rebuilds it whole, and `docdex symbols-status` says so).
 pub fn index_run_notes(repo: &RepoRef) -> Vec<String> {
+    if let Some(what) = store::damage(repo) {
+        return vec![format!(
+            "the symbol store is damaged: {what}; symbol lookups, impact and search's definition ranking miss it until `docdex index --repo {}` rebuilds it",
+            crate::error::shell_path(&repo.root)
+        )];
+    }
     let Some(meta) = store::peek_meta(repo) else { return Vec::new() };
     if meta.schema != store::STORE_SCHEMA || meta.generation == 0 {
         return Vec::new();

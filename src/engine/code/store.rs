@@ -234,6 +234,27 @@ pub fn peek_meta(repo: &RepoRef) -> Option<StoreMeta> {
     read_meta(&conn).ok()
 }
 
+/// Why the symbol store cannot be read, when the file itself is damaged (not a database,
+/// corrupt, or emptied: no `meta` table), as opposed to busy or absent. Status said ready with
+/// no word of it while symbol lookups said "an index run is extracting them" and search lost its
+/// definition boosts; the next index run rebuilds such a store.
+pub fn damage(repo: &RepoRef) -> Option<String> {
+    let path = db_path(repo);
+    if !path.is_file() {
+        return None;
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+    let read = Connection::open_with_flags(&path, flags).and_then(|conn| {
+        conn.busy_timeout(Duration::from_millis(100))?;
+        read_meta(&conn)
+    });
+    let e = read.err()?;
+    let damaged =
+        matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt))
+            || e.to_string().contains("no such table: meta");
+    damaged.then(|| format!("{} ({e})", path.display()))
+}
+
 fn read_meta(conn: &Connection) -> rusqlite::Result<StoreMeta> {
     let mut meta = StoreMeta::default();
     let mut stmt = conn.prepare("SELECT key, value FROM meta")?;

@@ -293,3 +293,23 @@ fn an_unreadable_impact_graph_is_rebuilt_by_the_next_index_run() {
     let impact = env.json(&["impact", "--repo", r, "b.py", "--json"]);
     assert!(impact.to_string().contains("a.py"), "{impact}");
 }
+
+/// Tour 26 F5: a `symbols.db` overwritten or emptied left status "ready" with no warning, while
+/// symbol lookups said an index run was extracting them.
+#[test]
+fn a_damaged_symbol_store_is_named_by_status_until_the_next_run_rebuilds_it() {
+    let env = Env::new();
+    let repo = repo_with_files(&env);
+    let r = repo.to_str().unwrap();
+    let db = env.engine().resolve_repo(&repo).unwrap().data_dir().join("symbols.db");
+    for (how, bytes) in [("overwritten", vec![0x5a_u8; 8192]), ("emptied", Vec::new())] {
+        std::fs::write(&db, &bytes).unwrap();
+        let warnings = status(&env, &repo)["warnings"].to_string();
+        assert!(warnings.contains("symbol store is damaged") && warnings.contains("symbols.db"), "{how}: {warnings}");
+        env.json(&["index", "--repo", r, "--json"]);
+        let warnings = status(&env, &repo)["warnings"].to_string();
+        assert!(!warnings.contains("symbol store"), "{how}: {warnings}");
+        let found = env.json(&["symbols", "--repo", r, "func_150", "--json"]);
+        assert!(found.to_string().contains("f150.py"), "{how}: {found}");
+    }
+}
