@@ -634,6 +634,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         (Ok(e), _) => e,
         // The git hook fails open: a broken docdex never blocks a commit.
         (Err(e), Some(Command::Hook(h))) if h.fails_open() => return Ok(hook::skip(&format!("{e}"), h.json())),
+        // An MCP client sees only a closed pipe if the process exits: the reason is answered.
+        (Err(e), Some(Command::Mcp { .. })) => {
+            let err = anyhow::Error::new(e).context("opening docdex state");
+            return Ok(serve::mcp_unstarted(&err, exit_code(&err)));
+        }
         (Err(e), _) => return Err(anyhow::Error::new(e).context("opening docdex state")),
     };
     let _scope = EngineScope::enter(&engine);

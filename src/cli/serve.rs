@@ -218,6 +218,22 @@ pub fn mcp(
     run(engine, o)
 }
 
+/// `docdex mcp` when docdex cannot start (a `config.toml` that does not parse, ...): the
+/// reason is said on stderr and given to the client as the error of every request, `initialize`
+/// first, until stdin closes ([`crate::server::mcp::unstarted`]); exiting at once left the
+/// client only a closed pipe. Exits with `code`, the error's usual exit code.
+pub fn mcp_unstarted(err: &anyhow::Error, code: u8) -> ExitCode {
+    let reason = format!("{err:#}");
+    eline!("{} {}", crate::cli::output::error_prefix(), crate::cli::output::guard(&reason, false));
+    eline!("docdex mcp: answering every request with this error until stdin closes");
+    let message = format!("docdex mcp cannot start: {reason}\nFix this, then restart the MCP server.");
+    let (mut stdin, mut stdout) = (std::io::stdin().lock(), std::io::stdout().lock());
+    if let Err(e) = crate::server::mcp::unstarted::answer_until_closed(&message, &mut stdin, &mut stdout) {
+        eline!("docdex mcp: reading stdin: {e}");
+    }
+    ExitCode::from(code)
+}
+
 /// The repository an agent host that starts `docdex mcp` in a project means, as every other
 /// command takes it without `--repo`: the git repository (or the indexed folder) holding the
 /// current directory. None when the directory is in neither.

@@ -829,3 +829,46 @@ fn symbols_without_a_watcher(env: &Env, repo: &std::path::Path) -> Value {
     let mut mcp = McpStdio::start(env, &["--repo", repo.to_str().unwrap(), "--no-watch"], json!({}));
     mcp.call("docdex_symbols", json!({"query": "parse_config"}))
 }
+
+/// A `config.toml` docdex cannot read (tour22 F10): `docdex mcp` exited before `initialize`, and
+/// the client saw only its pipe close. Every request is now answered with the reason, naming the
+/// file and the fault; a notification gets nothing; the process ends when stdin closes.
+#[test]
+fn a_config_that_does_not_parse_is_the_answer_to_initialize() {
+    let env = Env::new();
+    env.write_config("[tests]\ntimeout_secs = 5\n\n[tests]\ntimeout_secs = 6\n");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .arg("mcp")
+        .env("DOCDEX_HOME", env.home())
+        .current_dir(env.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut next = || {
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap_or_else(|e| panic!("not JSON-RPC ({e}): {line:?}"))
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    writeln!(stdin, "{init}").unwrap();
+    let answer = next();
+    assert_eq!((answer["id"].clone(), answer["error"]["code"].clone()), (json!(1), json!(-32000)), "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    let file = env.home().join("config.toml");
+    assert!(message.contains(&format!("invalid config {}", file.display())), "{message}");
+    assert!(message.contains("duplicate") && message.contains("restart the MCP server"), "{message}");
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": "t", "method": "tools/list"})).unwrap();
+    let listed = next();
+    assert_eq!((listed["id"].clone(), listed["error"]["message"].as_str()), (json!("t"), Some(message)), "{listed}");
+    drop(stdin);
+    let done = child.wait_with_output().unwrap();
+    assert!(done.stdout.is_empty(), "{}", String::from_utf8_lossy(&done.stdout));
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(!done.status.success() && stderr.contains("config.toml"), "{:?} {stderr}", done.status);
+}

@@ -18,6 +18,7 @@ pub mod sse;
 pub mod stdio;
 pub mod streams;
 mod tools;
+pub mod unstarted;
 
 use super::error::ApiError;
 use super::extract::{blocking, stalled_body};
