@@ -1412,3 +1412,25 @@ fn a_notebook_is_indexed_as_its_cells_and_a_malformed_one_is_a_note() {
          # %%\ndef weigh_armadillo(grams):\n    return grams / 1000"
     );
 }
+
+/// A file whose extension lies (a PNG named `.pdf`, `.docx`, `.ipynb`, an ELF binary named
+/// `.docx`) is named for what its first bytes are; it was `corrupt PDF (couldn't parse input:
+/// invalid file header)` and the like (tour25 F6). A truly broken PDF stays `corrupt PDF`.
+#[test]
+fn a_file_whose_extension_lies_is_named_for_what_it_is() {
+    let env = Env::new();
+    let repo = env.repo("liars");
+    let png: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0";
+    write(&repo, "x.pdf", png);
+    write(&repo, "x.docx", png);
+    write(&repo, "x.ipynb", png);
+    write(&repo, "tool.docx", b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0".as_slice());
+    write(&repo, "broken.pdf", b"%PDF-1.4\nnot really\n".as_slice());
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let note = |p: &str| summary.skipped.iter().find(|s| s.path == p).map(|s| s.reason.clone()).unwrap_or_default();
+    assert_eq!(note("x.pdf"), "not a PDF (its bytes are a PNG image)", "{:?}", summary.skipped);
+    assert_eq!(note("x.docx"), "not a DOCX (its bytes are a PNG image)");
+    assert_eq!(note("x.ipynb"), "not a Jupyter notebook (its bytes are a PNG image)");
+    assert_eq!(note("tool.docx"), "not a DOCX (its bytes are an ELF executable)");
+    assert!(note("broken.pdf").starts_with("corrupt PDF"), "{:?}", summary.skipped);
+}

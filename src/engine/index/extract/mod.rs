@@ -21,6 +21,7 @@ mod pdf_scan;
 mod pdf_table;
 mod pdf_text;
 mod pdf_work;
+mod sniff;
 
 use crate::engine::repos::RepoRef;
 use serde::{Deserialize, Serialize};
@@ -126,6 +127,8 @@ pub enum Refusal {
     Corrupt(String),
     /// Inflates past what extraction may hold in memory (a ZIP or stream bomb, or simply huge).
     TooLarge(String),
+    /// Its first bytes are another kind of file (a PNG named `.pdf`): what it is instead.
+    OtherKind(&'static str),
 }
 
 impl Refusal {
@@ -144,7 +147,16 @@ impl Refusal {
             Refusal::Encrypted => format!("encrypted {kind} (needs a password)"),
             Refusal::Corrupt(why) => format!("corrupt {kind} ({})", one_line(why)),
             Refusal::TooLarge(why) => format!("{kind} too large to extract ({})", one_line(why)),
+            Refusal::OtherKind(what) => format!("not {} {kind} (its bytes are {what})", article(format)),
         }
+    }
+}
+
+/// "a" or "an" before the format's name in a note.
+fn article(format: Format) -> &'static str {
+    match format {
+        Format::Html => "an",
+        Format::Pdf | Format::Docx | Format::Notebook => "a",
     }
 }
 
@@ -157,8 +169,17 @@ fn one_line(s: &str) -> String {
 }
 
 /// Extracts the text of a document. Panics inside the format libraries (they parse hostile
-/// input) are caught and reported as a corrupt file.
+/// input) are caught and reported as a corrupt file; a file that fails and whose first bytes are
+/// another kind of file is named for what it is ([`Refusal::OtherKind`]).
 pub fn extract(format: Format, bytes: &[u8]) -> Result<Extracted, Refusal> {
+    extract_as_named(format, bytes).map_err(|refusal| match refusal {
+        Refusal::Corrupt(_) | Refusal::NoText => sniff::other_kind(bytes, format).map_or(refusal, Refusal::OtherKind),
+        other => other,
+    })
+}
+
+/// [`extract`] trusting the extension.
+fn extract_as_named(format: Format, bytes: &[u8]) -> Result<Extracted, Refusal> {
     let run = || match format {
         Format::Pdf => pdf::extract(bytes),
         Format::Docx => docx::extract(bytes),
@@ -287,5 +308,8 @@ mod tests {
         assert!(Refusal::Encrypted.note(Format::Pdf).starts_with("encrypted PDF"));
         assert_eq!(Refusal::Corrupt("bad\nxref".into()).note(Format::Docx), "corrupt DOCX (bad xref)");
         assert_eq!(extract(Format::Html, b"<html><body>  </body></html>"), Err(Refusal::NoText));
+        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+        let refusal = extract(Format::Pdf, png).expect_err("a PNG is no PDF");
+        assert_eq!(refusal.note(Format::Pdf), "not a PDF (its bytes are a PNG image)");
     }
 }
