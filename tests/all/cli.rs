@@ -546,6 +546,29 @@ fn similar_refuses_a_count_outside_one_to_two_hundred() {
     assert_eq!(v["results"].as_array().unwrap().len(), 1, "{v}");
 }
 
+/// `similar` of an empty file said only "no similar files" (tour24 F10); the engine's notice
+/// says the file is empty (or only whitespace), so HTTP and MCP carry it too.
+#[test]
+fn similar_of_an_empty_file_says_it_is_empty() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    write(&repo, "empty.md", "");
+    write(&repo, "blank.md", "  \n\n");
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let v = env.json(&["similar", "--repo", r, "--json", "empty.md"]);
+    assert_eq!(v["results"].as_array().map(Vec::len), Some(0), "{v}");
+    let notice = v["notice"].as_str().unwrap_or_default();
+    assert!(notice.starts_with("empty.md is empty: it has no words or embeddings"), "{v}");
+    let out = env.run(&["similar", "--repo", r, "blank.md"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("blank.md holds only whitespace") && text.contains("no similar files"), "{text}");
+    let v = env.json(&["similar", "--repo", r, "--json", "src/auth/session.rs"]);
+    assert!(v["notice"].as_str().is_none_or(|n| !n.contains("empty")), "{v}");
+}
+
 /// `docdex watch --repo REPO --json` with stdout piped.
 fn spawn_json_watch(env: &Env, repo: &std::path::Path, stderr: std::process::Stdio) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_docdex"))

@@ -94,6 +94,10 @@ impl Engine {
                 .map(|n| format!("limit {n} was taken as {limit}: similar lists 1 to 200 files")),
             results: Vec::new(),
         };
+        if let Some(empty) = nothing_to_compare(&file, &content.text) {
+            resp.notice = Some(resp.notice.take().map_or(empty.clone(), |limit| format!("{empty}; {limit}")));
+            return Ok(resp);
+        }
         let notice = match self.vectors(&repo) {
             Vectors::Usable(store, model) => {
                 let vectors = store.file_vectors(&file)?;
@@ -130,6 +134,19 @@ impl Engine {
             .map(|(path, lang, score)| SimilarFile { path, lang, score: ((score / best) * 1000.0).round() / 1000.0 })
             .collect())
     }
+}
+
+/// Why an empty (or whitespace-only) file has no similar files: it has neither words nor
+/// embeddings, and "no similar files" alone did not say so (tour24 F10).
+fn nothing_to_compare(file: &str, text: &str) -> Option<String> {
+    let what = if text.is_empty() {
+        "is empty"
+    } else if text.trim().is_empty() {
+        "holds only whitespace"
+    } else {
+        return None;
+    };
+    Some(format!("{file} {what}: it has no words or embeddings to compare, so no file is like it"))
 }
 
 /// The normalized mean of a file's chunk vectors (its overall direction).
