@@ -1085,3 +1085,21 @@ fn a_malformed_compare_file_is_bad_input_naming_the_flag() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains(&format!("--compare {dir:?} is a directory, not a config file")), "{err}");
 }
+
+/// `--since ''` (an unset shell variable) was read as no `--since` without a word, evaluating
+/// the whole history (tour24 F7); it is a usage error, on the text and JSON paths alike.
+#[test]
+fn an_empty_since_is_refused_not_read_as_the_whole_history() {
+    let env = Env::new();
+    let root = history_repo(&env);
+    let repo = root.to_str().unwrap();
+    for empty in ["", "  "] {
+        let out = env.run(&["eval", "--repo", repo, "--from-git", "--since", empty]);
+        assert_eq!(out.status.code(), Some(2), "{empty:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--since is empty") && err.contains("leave --since out"), "{err}");
+    }
+    let json = env.run(&["eval", "--repo", repo, "--since=", "--json"]);
+    assert_eq!(json.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&json.stdout).contains("bad_request"), "{json:?}");
+}
