@@ -689,6 +689,23 @@ fn reindex_says_how_it_ended_also_on_a_watched_repository_with_nothing_changed()
     assert!(shows(&s, "re-indexed fixture: 1 changed (+1 ~0 -0)"), "{s}");
 }
 
+/// Types `dir` into the Repos pane's add prompt and runs the index request it sends to its end,
+/// as the worker would; the prompt is closed while the request runs. Returns what was typed.
+fn add_repository_through_the_prompt(h: &mut Harness, dir: &std::path::Path) -> String {
+    h.alt('1');
+    h.key(KeyCode::Char('a'));
+    let typed = dir.to_str().expect("utf8").to_string();
+    h.typ(&typed);
+    h.key(KeyCode::Enter);
+    assert!(!h.app.prompt_open(), "Enter sends the request and closes the prompt");
+    let reqs = h.requests();
+    let [index @ Request::Index { .. }] = reqs.as_slice() else { panic!("{reqs:?}") };
+    for e in docdex::tui::worker::run_sync(&h.engine, index.clone()) {
+        h.engine_event(e);
+    }
+    typed
+}
+
 /// A path the prompt accepts but the engine refuses to index (a credentials folder) brings
 /// the prompt back with what was typed and the reason; it closed, the text lost.
 #[test]
@@ -696,17 +713,7 @@ fn an_added_repository_the_engine_refuses_reopens_the_prompt_with_the_text() {
     let mut h = Harness::new().started();
     let keys = h.env.dir.path().join("secrets/.ssh");
     std::fs::create_dir_all(&keys).expect("dir");
-    h.alt('1');
-    h.key(KeyCode::Char('a'));
-    let typed = keys.to_str().expect("utf8").to_string();
-    h.typ(&typed);
-    h.key(KeyCode::Enter);
-    assert!(!h.app.prompt_open());
-    let reqs = h.requests();
-    let [index @ Request::Index { .. }] = reqs.as_slice() else { panic!("{reqs:?}") };
-    for e in docdex::tui::worker::run_sync(&h.engine, index.clone()) {
-        h.engine_event(e);
-    }
+    let typed = add_repository_through_the_prompt(&mut h, &keys);
     assert!(h.app.prompt_open(), "the refusal reopens the prompt");
     let s = h.screen(120, 40);
     assert!(shows(&s, "holds credentials"), "{s}");
@@ -734,16 +741,7 @@ fn without_a_watcher_the_watcher_column_says_off_and_what_the_index_run_indexed(
 fn adding_a_folder_of_a_registered_repository_is_refused_with_how_to_search_only_it() {
     let mut h = Harness::new().started();
     let folder = h.repo.join("src/auth");
-    h.alt('1');
-    h.key(KeyCode::Char('a'));
-    let typed = folder.to_str().expect("utf8").to_string();
-    h.typ(&typed);
-    h.key(KeyCode::Enter);
-    let reqs = h.requests();
-    let [index @ Request::Index { .. }] = reqs.as_slice() else { panic!("{reqs:?}") };
-    for e in docdex::tui::worker::run_sync(&h.engine, index.clone()) {
-        h.engine_event(e);
-    }
+    let typed = add_repository_through_the_prompt(&mut h, &folder);
     assert!(h.app.prompt_open(), "the refusal reopens the prompt");
     let s = h.screen(120, 40);
     assert!(shows(&s, "lies inside the repository") && shows(&s, "which already indexes it"), "{s}");
