@@ -1661,3 +1661,20 @@ fn the_repos_list_refreshes_after_the_current_repository_is_deleted() {
     let other = std::fs::canonicalize(&other).unwrap();
     assert!(rows.iter().any(|r| r.path == other), "the one added since is listed");
 }
+
+/// tour29 F1: the current repository's folder deleted while the workbench runs. The Repos pane
+/// listed it `missing`, but the status bar kept `● ready 5 files` (the index is still there),
+/// so search and chat failing with "does not exist" came with a bar saying all was well. The
+/// bar says the folder is gone and where to pick another.
+#[test]
+fn the_status_bar_says_when_the_current_repositorys_folder_is_gone() {
+    let mut h = Harness::new().started();
+    assert!(shows(&h.screen(120, 40), "● ready"), "{}", h.screen(120, 40));
+    std::fs::remove_dir_all(&h.repo).expect("delete the current repository");
+    h.wait(2_100);
+    h.pump();
+    let s = h.screen(120, 40);
+    assert!(!shows(&s, "● ready"), "a deleted folder is not ready: {s}");
+    assert!(shows(&s, "✗ folder missing"), "{s}");
+    assert!(shows(&h.screen(80, 24), "missing") && !shows(&h.screen(80, 24), "● ready"), "{}", h.screen(80, 24));
+}

@@ -34,7 +34,8 @@ pub struct StatusInfo<'a> {
 }
 
 /// The index part: `● ready 1,234 files`, `⠋ indexing 45% of bytes · 3/5 files` (a phase
-/// without bytes: `⠋ embedding 30% · 120/400 chunks`), `○ not indexed`; `compact` drops
+/// without bytes: `⠋ embedding 30% · 120/400 chunks`), `○ not indexed`, `✗ folder missing`
+/// (the folder deleted, its index left); `compact` drops
 /// the count, and with it the percent's unit (nothing beside it to disagree with).
 pub fn index_text(
     overview: Option<&RepoOverview>,
@@ -69,6 +70,10 @@ pub fn index_text(
     }
     match overview {
         None => ("… checking index".into(), Slot::Muted),
+        // The index outlives its folder: "ready" beside searches failing with "does not
+        // exist" read as all being well (the Repos pane says `missing`).
+        Some(o) if !o.exists && compact => ("✗ missing".into(), Slot::Error),
+        Some(o) if !o.exists => ("✗ folder missing".into(), Slot::Error),
         Some(o) => match o.state {
             RepoState::NotIndexed => (format!("○ {}", not_indexed(o)), Slot::Warning),
             RepoState::Updating => (format!("{} updating", spinner(step)), Slot::Warning),
