@@ -1678,3 +1678,39 @@ fn the_status_bar_says_when_the_current_repositorys_folder_is_gone() {
     assert!(shows(&s, "✗ folder missing"), "{s}");
     assert!(shows(&h.screen(80, 24), "missing") && !shows(&h.screen(80, 24), "● ready"), "{}", h.screen(80, 24));
 }
+
+/// tour29 F2: a citation of a deep path was cut at the pane's edge with no mark, so its file
+/// name and lines, the part that tells citations apart, were the part lost (the answer above
+/// it wraps). It is cut from the left with `…`; a web page's address keeps its site.
+#[test]
+fn a_long_citation_keeps_its_file_name_and_lines() {
+    let mut h = Harness::with("").started();
+    h.alt('3');
+    h.typ("where is the session opened?");
+    h.key(KeyCode::Enter);
+    let turn = h
+        .requests()
+        .iter()
+        .find_map(|r| if let Request::Chat { turn, .. } = r { Some(*turn) } else { None })
+        .expect("a chat request");
+    let deep = format!("src/{}open_database_session.rs", "deeply/nested/directory/".repeat(6));
+    let url = format!("https://docs.example.org/{}", "guides/sessions/".repeat(8));
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Token { turn, text: "It opens here [1].".into() }));
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Done {
+        turn,
+        session_id: Some("s-1".into()),
+        citations: vec![
+            Citation { path: deep.clone(), line_start: 12, line_end: 30, cited: true, url: None },
+            Citation { path: String::new(), line_start: 0, line_end: 0, cited: false, url: Some(url) },
+        ],
+        stopped: false,
+        unavailable: None,
+    }));
+    for (w, h_) in [(80, 24), (120, 40)] {
+        let s = h.screen(w, h_);
+        assert!(shows(&s, "[1] …"), "{s}");
+        assert!(shows(&s, "open_database_session.rs:12-30"), "the file name and lines stay: {s}");
+        assert!(shows(&s, "[2] https://docs.example.org/guides/"), "a web page keeps its site: {s}");
+        assert!(shows(&s, "… (in context)"), "{s}");
+    }
+}

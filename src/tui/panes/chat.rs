@@ -559,9 +559,11 @@ impl ChatPane {
                     let n = k + 1;
                     let style =
                         if sel == Some(n) { t.style(Slot::MdCitationSelected) } else { t.style(Slot::MdCitation) };
-                    let mut spans = vec![Span::raw("  "), Span::styled(format!("[{n}] {}", c.label()), style)];
+                    let note = if c.cited { "" } else { " (in context)" };
+                    let label = citation_label(c, w.saturating_sub(2 + format!("[{n}] {note}").len()));
+                    let mut spans = vec![Span::raw("  "), Span::styled(format!("[{n}] {label}"), style)];
                     if !c.cited {
-                        spans.push(Span::styled(" (in context)", t.style(Slot::Muted)));
+                        spans.push(Span::styled(note, t.style(Slot::Muted)));
                     }
                     out.push(Line::from(spans));
                 }
@@ -805,6 +807,18 @@ impl Pane for ChatPane {
 /// A repository's folder name, for messages.
 fn repo_name(repo: &Path) -> String {
     repo.file_name().map_or_else(|| repo.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// A citation's label in `max` cells. A path is cut from the left (`…/while/db_session.rs:1-2`):
+/// cut at the pane's edge, a deep path lost its file name and lines, the part that tells
+/// citations apart. A web page's address keeps its start (the site), cut with `…`.
+fn citation_label(c: &Citation, max: usize) -> String {
+    let label = c.label();
+    if c.url.is_some() {
+        crate::tui::widgets::truncate(&label, max)
+    } else {
+        crate::tui::widgets::truncate_left(&label, max)
+    }
 }
 
 /// Rows a cell takes at width `w`: its label, its wrapped lines, its citations and a blank line
