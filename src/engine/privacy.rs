@@ -521,14 +521,15 @@ pub fn redact_hits(
             let before: Vec<&str> = h.snippet.lines().collect();
             let after: Vec<&str> = masked.lines().collect();
             let start = h.snippet_line_start;
-            h.highlights.retain(|hl| {
+            h.highlights.retain_mut(|hl| {
                 let i = hl.line.saturating_sub(start) as usize;
-                match (before.get(i), after.get(i)) {
-                    (Some(b), Some(a)) => {
-                        b == a
-                            || (a.get(hl.start..hl.end).is_some() && a.get(hl.start..hl.end) == b.get(hl.start..hl.end))
+                let (Some(b), Some(a)) = (before.get(i), after.get(i)) else { return false };
+                match moved_range(b, a, hl.start..hl.end) {
+                    Some(r) => {
+                        (hl.start, hl.end) = (r.start, r.end);
+                        true
                     }
-                    _ => false,
+                    None => false,
                 }
             });
             h.snippet = masked;
@@ -543,6 +544,35 @@ pub fn redact_hits(
         }
     }
     all
+}
+
+/// Where the word at `range` of the line `before` is in `after`, the line with something masked:
+/// masking changes lengths (`alice@x.org` -> `[EMAIL]@x.org`), so a highlight after a masked
+/// value moves. The word's k-th occurrence is the k-th in `after` when masking left their count
+/// alone; otherwise it stands where it did before the first change or as far from the line's end
+/// after the last. `None` when the word was masked away (or cannot be placed).
+fn moved_range(before: &str, after: &str, range: std::ops::Range<usize>) -> Option<std::ops::Range<usize>> {
+    let word = before.get(range.clone()).filter(|w| !w.is_empty())?;
+    if before == after {
+        return Some(range);
+    }
+    let was: Vec<usize> = before.match_indices(word).map(|(at, _)| at).collect();
+    let now: Vec<usize> = after.match_indices(word).map(|(at, _)| at).collect();
+    if let Some(k) = was.iter().position(|at| *at == range.start).filter(|_| was.len() == now.len()) {
+        return Some(now[k]..now[k] + word.len());
+    }
+    let (b, a) = (before.as_bytes(), after.as_bytes());
+    let same_head = b.iter().zip(a).take_while(|(x, y)| x == y).count();
+    let same_tail = b.iter().rev().zip(a.iter().rev()).take_while(|(x, y)| x == y).count();
+    let placed = if range.end <= same_head {
+        range
+    } else if range.start >= b.len().saturating_sub(same_tail) {
+        let shift = |at: usize| at + a.len() - b.len();
+        shift(range.start)..shift(range.end)
+    } else {
+        return None;
+    };
+    (after.get(placed.clone()) == Some(word)).then_some(placed)
 }
 
 /// True when `url`'s host is this machine (`localhost`, 127.0.0.0/8, `::1`).

@@ -210,6 +210,41 @@ fn search_json_says_when_snippets_were_masked() {
     assert!(r.results[0].snippet.contains("ghp_4fT9"));
 }
 
+/// Masking changes a line's length (`alice@x.io` -> `[EMAIL]@x.io`): the query's words after a
+/// masked value keep their highlights, moved to where the masked line has them (tour30 F1: they
+/// were dropped, so a hit's snippet showed its matching word unmarked).
+#[test]
+fn highlights_after_a_masked_value_move_with_the_text() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "contact.py", "owner = \"alice@example.com\"  # privacymarker\n");
+    write(&repo, "two.md", "Mail bob@corp.io or carol@corp.io, the quokkaword owners, and quokkaword again.\n");
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &crate::util::quiet()).unwrap();
+    let marked = |q: &str| {
+        let r = engine.search(&repo, &SearchRequest { query: q.into(), ..Default::default() }).unwrap();
+        assert!(r.pii_redacted, "{q}");
+        let h = &r.results[0];
+        let lines: Vec<&str> = h.snippet.lines().collect();
+        let words: Vec<String> = h
+            .highlights
+            .iter()
+            .map(|hl| lines[(hl.line - h.snippet_line_start) as usize][hl.start..hl.end].to_string())
+            .collect();
+        (h.snippet.clone(), words)
+    };
+    let (snip, words) = marked("privacymarker");
+    assert!(snip.contains("[EMAIL]@example.com") && !snip.contains("alice"), "{snip}");
+    assert_eq!(words, ["privacymarker"], "{snip}");
+    // Between and after two masked values, each occurrence keeps its own place.
+    let (snip, words) = marked("quokkaword");
+    assert!(!snip.contains("bob@") && !snip.contains("carol@"), "{snip}");
+    assert_eq!(words, ["quokkaword", "quokkaword"], "{snip}");
+    // A word inside the masked value is gone, and so is its highlight.
+    let (_, words) = marked("alice");
+    assert!(words.is_empty(), "{words:?}");
+}
+
 #[test]
 fn local_only_refuses_a_remote_model_endpoint_unless_allowed() {
     let env = Env::new();
