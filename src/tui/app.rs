@@ -646,6 +646,9 @@ impl App {
                 let used = self.command(cmd);
                 if !used && printable && !typing {
                     self.type_into_field(&key, Some(cmd));
+                } else if !used && !typing && self.unlisted_move(cmd) {
+                    // `enter` in Trace did nothing and said nothing: name it as no key here.
+                    self.key_hint(&key, None);
                 }
             }
             None if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) => self.quit = true,
@@ -662,10 +665,20 @@ impl App {
             self.with_pane(self.focus, |p, cx| p.text(key, cx));
             return;
         }
-        let help = self.keymap.hint(Command::Help).unwrap_or_else(|| "f1".into());
         // A move the pane has no use for is not in its help either: not a key here.
-        let moves = self.pane(self.focus).moves();
-        let bound = bound.filter(|c| c.context() != super::keymap::Context::Navigate || moves.contains(c));
+        let bound = bound.filter(|c| !self.unlisted_move(*c));
+        self.key_hint(key, bound);
+    }
+
+    /// A `[navigate]` move the focused pane does not act on (and its help does not list).
+    fn unlisted_move(&self, cmd: Command) -> bool {
+        cmd.context() == super::keymap::Context::Navigate && !self.pane(self.focus).moves().contains(&cmd)
+    }
+
+    /// Says in the status bar that a key did nothing: `bound` names what it would do (the pane
+    /// has nothing to act on yet), else it is no key of the pane.
+    fn key_hint(&mut self, key: &KeyEvent, bound: Option<Command>) {
+        let help = self.keymap.hint(Command::Help).unwrap_or_else(|| "f1".into());
         let k = KeyChord::from_event(key);
         let pane = self.focus.title();
         let text = match bound {

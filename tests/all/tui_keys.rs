@@ -857,3 +857,27 @@ fn help_lists_only_the_moves_the_pane_acts_on() {
     let s = h.screen(120, 40);
     assert!(shows(&s, "`h` is not a key in Repos"), "{s}");
 }
+
+/// tour29 F3: the Trace pane's help listed `enter  Choose the selected item`, and `enter` there
+/// did nothing and said nothing (the trace has no selection). Its help leaves `enter` out, and
+/// a key the pane's help does not list says so even when it is not a letter (`left` in Repos
+/// was silent too, where `h` said "not a key").
+#[test]
+fn help_in_trace_lists_no_enter_and_an_unlisted_key_says_so() {
+    let mut h = Harness::new().started();
+    h.alt('4');
+    h.key(KeyCode::F(1));
+    let s = h.screen(120, 80);
+    assert!(shows(&s, "Move down") && shows(&s, "Move left"), "{s}");
+    assert!(!shows(&s, "Choose the selected item"), "nothing to choose in Trace: {s}");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Enter);
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "`enter` is not a key in Trace"), "{s}");
+    h.key(KeyCode::Esc);
+    assert!(!shows(&h.screen(120, 40), "`esc` is not a key"), "esc stays quiet");
+    h.alt('1');
+    h.key(KeyCode::Left);
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "`left` is not a key in Repos"), "{s}");
+}

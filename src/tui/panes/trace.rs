@@ -17,6 +17,20 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::widgets::Widget;
 
+/// The moves of the trace: scrolling, `left`/`right` for the turns, and `esc` (which does
+/// nothing more here, as everywhere); no `enter`: there is nothing to choose.
+const TRACE_MOVES: &[Command] = &[
+    Command::Up,
+    Command::Down,
+    Command::Left,
+    Command::Right,
+    Command::PageUp,
+    Command::PageDown,
+    Command::Top,
+    Command::Bottom,
+    Command::Back,
+];
+
 /// The trace pane's state.
 #[derive(Debug, Default)]
 pub struct TracePane {
@@ -69,6 +83,11 @@ impl TracePane {
 impl Pane for TracePane {
     fn id(&self) -> PaneId {
         PaneId::Trace
+    }
+
+    /// `left`/`right` go to the previous and next turn; there is nothing to choose with `enter`.
+    fn moves(&self) -> &'static [Command] {
+        TRACE_MOVES
     }
 
     fn command(&mut self, cmd: Command, _cx: &mut Cx<'_>) -> bool {
