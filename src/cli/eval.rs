@@ -50,7 +50,6 @@ pub struct EvalArgs {
 /// Runs `eval`.
 pub fn run(engine: &Engine, out: &Out, args: EvalArgs) -> anyhow::Result<()> {
     let path = args.repo.resolve()?;
-    check_since(args.since.as_deref())?;
     let source = match args.queries {
         Some(file) => QuerySource::File(file),
         None => QuerySource::Git(GitSetOptions { n: args.n, since: args.since, seed: args.seed }),
@@ -72,18 +71,6 @@ pub fn run(engine: &Engine, out: &Out, args: EvalArgs) -> anyhow::Result<()> {
         out.block(&visible_text(&render(&report)));
     }
     Ok(())
-}
-
-/// An empty `--since ''` was taken as no `--since` without a word (tour24 F7): on the command
-/// line it is a mistake (an unset shell variable), so it is refused. The engine still reads an
-/// empty value as none, for wrappers that send an empty field.
-fn check_since(since: Option<&str>) -> Result<(), Error> {
-    match since {
-        Some(s) if s.trim().is_empty() => Err(Error::BadRequest(
-            "--since is empty: give a date (YYYY-MM-DD, \"3 weeks ago\", @UNIX_SECONDS, ...), or leave --since out to use the whole history".into(),
-        )),
-        _ => Ok(()),
-    }
 }
 
 /// What `--compare` values ask for: one config file, or `section.key=value` settings.

@@ -1087,12 +1087,26 @@ fn a_malformed_compare_file_is_bad_input_naming_the_flag() {
 }
 
 /// `--since ''` (an unset shell variable) was read as no `--since` without a word, evaluating
-/// the whole history (tour24 F7); it is a usage error, on the text and JSON paths alike.
+/// the whole history (tour24 F7); it is a usage error, on the text and JSON paths alike, and the
+/// engine itself refuses it (an empty `since` from any caller of `Engine::eval`) with the same
+/// message: the refusal lives once, in `eval::since::check`.
 #[test]
 fn an_empty_since_is_refused_not_read_as_the_whole_history() {
     let env = Env::new();
     let root = history_repo(&env);
     let repo = root.to_str().unwrap();
+    let engine = env.engine();
+    for empty in ["", " \t "] {
+        let req = EvalRequest {
+            source: QuerySource::Git(GitSetOptions { n: 50, since: Some(empty.into()), seed: 1 }),
+            compare: None,
+            worst: 3,
+        };
+        let err = engine.eval(&root, &req, &quiet()).expect_err("an empty since is refused");
+        assert!(matches!(err, docdex::error::Error::BadRequest(_)), "{empty:?}: {err:?}");
+        assert!(err.to_string().contains("--since is empty") && err.to_string().contains("leave --since out"), "{err}");
+    }
+    drop(engine);
     for empty in ["", "  "] {
         let out = env.run(&["eval", "--repo", repo, "--from-git", "--since", empty]);
         assert_eq!(out.status.code(), Some(2), "{empty:?}: {out:?}");

@@ -181,7 +181,8 @@ struct Answer {
 /// subdirectory of the git work tree: a commit that changed source outside it is left out, see
 /// [`within`]).
 pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSetStats)> {
-    let since = match opts.since.as_deref().filter(|s| !s.trim().is_empty()) {
+    // An empty `since` is refused by the check like any unreadable one, never read as none.
+    let since = match opts.since.as_deref() {
         Some(s) => Some(super::since::check(root, s)?),
         None => None,
     };
@@ -284,7 +285,7 @@ fn history_args(opts: &GitSetOptions, scoped: bool, format: &[&str]) -> Vec<Stri
     .map(|s| s.to_string())
     .collect();
     args.push(format!("--max-count={MAX_SCANNED}"));
-    if let Some(since) = opts.since.as_deref().filter(|s| !s.trim().is_empty()) {
+    if let Some(since) = opts.since.as_deref() {
         args.push(format!("--since={since}"));
     }
     if scoped {

@@ -16,11 +16,19 @@ use std::path::Path;
 /// The accepted forms, for the error that refuses anything else.
 pub const ACCEPTED: &str = "a date YYYY-MM-DD (or YYYY/MM/DD), optionally with a time HH:MM[:SS] after a space or T and a zone Z or +HH:MM; \"N days ago\" (or \"N.days.ago\"; second, minute, hour, day, week, month, year; \"ago\" optional); \"last week\" (month, year, ...); yesterday, today or now; @UNIX_SECONDS; \"last monday\" (a weekday); \"march 1\" or \"1 march\" (a month and a day, optionally a year: \"march 1 2025\"); or \"noon yesterday\" (noon, midnight or tea, with yesterday or today)";
 
+/// The refusal of an empty or blank `since` (an unset shell variable, an empty field from a
+/// wrapper): it was read as no `since`, the whole history, without a word (tour24 F7). Refused
+/// here, in the engine, so every caller gets the same answer.
+pub const EMPTY: &str = "--since is empty: give a date (YYYY-MM-DD, \"3 weeks ago\", @UNIX_SECONDS, ...), or leave --since out to use the whole history";
+
 /// The `--since` text git reads as the user meant `since`; a `bad_request` naming the
 /// accepted forms when there is none. `root` is where git runs to read a form docdex does not
 /// know itself.
 pub fn check(root: &Path, since: &str) -> Result<String> {
     let s = since.trim();
+    if s.is_empty() {
+        return Err(Error::BadRequest(EMPTY.into()));
+    }
     if s.eq_ignore_ascii_case("today") {
         return Ok("midnight".into());
     }
@@ -280,7 +288,6 @@ mod tests {
             "days ago",
             "@",
             "@12ab",
-            "",
             // git half-reads these without a word: 2026 as now, 2025 as a year ago today, the
             // rest as a day of this month.
             "2026",
@@ -306,5 +313,9 @@ mod tests {
         }
         assert!(check("2026").unwrap_err().to_string().contains("for the start of 2026, give 2026-01-01"));
         assert!(check("Feb 29").unwrap_err().to_string().contains("give its year, \"feb 29 2024\""));
+        // Empty or blank: said so, never read as no `since` (tour24 F7).
+        for empty in ["", " \t "] {
+            assert!(matches!(check(empty), Err(Error::BadRequest(m)) if m == EMPTY), "{empty:?}");
+        }
     }
 }
