@@ -20,7 +20,7 @@
 
 use super::error::ApiError;
 use super::head_errors::ShapedErrors;
-use super::stall::StalledWrites;
+use super::stall::{ResponseWaits, StalledWrites, WatchedBody};
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -118,6 +118,8 @@ struct Conn {
     close: Notify,
     /// Set once the connection was asked to make room, so eviction never picks it twice.
     evicted: AtomicBool,
+    /// Its responses waiting for the client to take more of them.
+    waits: Arc<ResponseWaits>,
 }
 
 /// The open connections.
@@ -134,6 +136,7 @@ impl Registry {
             last_active: AtomicU64::new(clock.now_ms()),
             close: Notify::new(),
             evicted: AtomicBool::new(false),
+            waits: Arc::new(ResponseWaits::default()),
         });
         if let Ok(mut conns) = self.conns.lock() {
             conns.insert(id, conn.clone());
@@ -279,20 +282,10 @@ async fn serve_connection(
             let mut app = app.clone();
             let guard = InFlight::start(conn.clone(), clock);
             let req = req.map(|b| Body::new(TimedBody::new(b, limits)));
+            let waits = conn.waits.clone();
             async move {
-                let resp = app.call(req).await;
-                // The request stays in flight until its body has been sent (or dropped).
-                Ok::<_, std::convert::Infallible>(
-                    resp.map(|r| {
-                        r.map(|body| {
-                            Body::from_stream(body.into_data_stream().map(move |chunk| {
-                                let _ = &guard;
-                                chunk
-                            }))
-                        })
-                    })
-                    .unwrap_or_else(|never| match never {}),
-                )
+                let resp = app.call(req).await.unwrap_or_else(|never| match never {});
+                Ok::<_, std::convert::Infallible>(watched(resp, guard, waits))
             }
         })
     };
@@ -323,6 +316,13 @@ async fn serve_connection(
                 closing = true;
                 served.as_mut().graceful_shutdown();
             }
+            _ = tokio::time::sleep_until(conn.waits.deadline(limits.write_stall_timeout)) => {
+                if conn.waits.stalled(limits.write_stall_timeout) {
+                    let secs = limits.write_stall_timeout.as_secs();
+                    tracing::debug!(secs, "a client took nothing of an answer; closing its connection");
+                    return;
+                }
+            }
             _ = tokio::time::sleep_until(idle_deadline(&conn, clock, limits.header_read_timeout)) => {
                 // Idle past the head timeout with no request: hyper's own timeout does not
                 // cover a connection that has sent nothing (or part of HTTP/2's preface), whose
@@ -335,6 +335,19 @@ async fn serve_connection(
             }
         }
     }
+}
+
+/// `resp` with its body watched for a client that takes none of it ([`WatchedBody`]; HTTP/2's
+/// flow control stalls a response without blocking a write, which [`StalledWrites`] cannot
+/// see), its request in flight (`guard`) until the body has been sent or dropped.
+fn watched(resp: Response, guard: InFlight, waits: Arc<ResponseWaits>) -> Response {
+    resp.map(|body| {
+        let chunks = body.into_data_stream().map(move |chunk| {
+            let _ = &guard;
+            chunk
+        });
+        Body::from_stream(WatchedBody::new(chunks, waits))
+    })
 }
 
 /// When the connection, if it stays without a request, has been idle for `idle`: from its

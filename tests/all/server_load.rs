@@ -486,3 +486,65 @@ fn a_body_declared_over_the_limit_is_refused_413_before_it_is_sent() {
         assert!(started.elapsed() < Duration::from_secs(3), "answered after {:?}", started.elapsed());
     }
 }
+
+/// One HTTP/2 frame on the wire: a 9-byte head (length, type, flags, stream) and its payload.
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+    f.extend([kind, flags]);
+    f.extend(stream.to_be_bytes());
+    f.extend(payload);
+    f
+}
+
+/// Reads one frame (type, flags, payload); `None` once the server has closed the connection.
+fn read_h2_frame(s: &mut std::net::TcpStream) -> Option<(u8, u8, Vec<u8>)> {
+    use std::io::Read;
+    let mut head = [0u8; 9];
+    match s.read_exact(&mut head) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof || e.kind() == std::io::ErrorKind::ConnectionReset => {
+            return None
+        }
+        Err(e) => panic!("the connection was still open and silent: {e}"),
+    }
+    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+    let mut payload = vec![0u8; len];
+    s.read_exact(&mut payload).ok()?;
+    Some((head[3], head[4], payload))
+}
+
+#[test]
+fn an_http2_client_that_grants_no_window_is_dropped_after_30_s() {
+    use std::io::Write;
+    let env = Env::new();
+    let repo = indexed_repo(&env);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let mut s = std::net::TcpStream::connect(&server.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    // The preface, SETTINGS_INITIAL_WINDOW_SIZE = 0 (the server may send no answer's body
+    // until told), and three requests, HPACK without Huffman: GET http /healthz.
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend(h2_frame(4, 0, 0, &[0, 4, 0, 0, 0, 0]));
+    for stream in [1u32, 3, 5] {
+        let block = [&[0x82u8, 0x86, 0x04, 8][..], b"/healthz", &[0x01, 9], b"127.0.0.1"].concat();
+        out.extend(h2_frame(1, 0x5, stream, &block));
+    }
+    s.write_all(&out).unwrap();
+    let started = Instant::now();
+    let (mut answers, mut data) = (0, 0);
+    // Answering the server's pings and settings, so the connection is alive, but never a
+    // WINDOW_UPDATE: no write ever blocks, so the 30 s write bound never saw it, and the
+    // three answers (in flight, so never idle) held the connection for as long as we liked.
+    while let Some((kind, flags, payload)) = read_h2_frame(&mut s) {
+        match (kind, flags & 1) {
+            (0, _) => data += payload.len(),
+            (1, _) => answers += 1,
+            (4, 0) => s.write_all(&h2_frame(4, 1, 0, &[])).unwrap(),
+            (6, 0) => s.write_all(&h2_frame(6, 1, 0, &payload)).unwrap(),
+            _ => {}
+        }
+    }
+    let took = started.elapsed();
+    assert_eq!((answers, data), (3, 0), "three heads and no body with no window");
+    assert!(took >= Duration::from_secs(29) && took < Duration::from_secs(50), "closed after {took:?}");
+}
