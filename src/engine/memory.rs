@@ -14,7 +14,7 @@ use crate::engine::fsutil::now_ms;
 use crate::engine::llm::model_matches;
 use crate::engine::privacy;
 use crate::engine::repos::RepoRef;
-use crate::engine::sqlite::{db_err, id_by_prefix, open, vec_blob};
+use crate::engine::sqlite::{db_err, id_by_prefix, open, open_for_reading, vec_blob};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -157,8 +157,24 @@ impl MemoryDb {
         Self::open_at(path.clone()).map_err(|e| explain_damage(&path, e))
     }
 
+    /// Opens the store to read it only (list, count): as [`MemoryDb::open`], but on a full disk,
+    /// where that fails, read-only from the file alone ([`open_for_reading`]). The
+    /// tables are not created: a `memory.db` that exists has them.
+    fn open_read(repo: &RepoRef) -> Result<MemoryDb> {
+        let path = repo.state_dir.join(MEMORY_DB);
+        match open_for_reading(&path) {
+            Ok(conn) if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) => Ok(MemoryDb { conn, path }),
+            Ok(conn) => Self::with_schema(conn, path.clone()).map_err(|e| explain_damage(&path, e)),
+            Err(e) => Err(explain_damage(&path, e)),
+        }
+    }
+
     fn open_at(path: PathBuf) -> Result<MemoryDb> {
-        let conn = open(&path)?;
+        Self::with_schema(open(&path)?, path)
+    }
+
+    /// The store on `conn`, its tables created if missing.
+    fn with_schema(conn: Connection, path: PathBuf) -> Result<MemoryDb> {
         let db = MemoryDb { conn, path };
         db.conn
             .execute_batch(
@@ -176,6 +192,11 @@ impl MemoryDb {
             db.set_meta("schema_version", &MEMORY_SCHEMA.to_string())?;
         }
         Ok(db)
+    }
+
+    /// Whether this is the read-only view [`MemoryDb::open_read`] falls back to on a full disk.
+    fn read_only(&self) -> bool {
+        self.conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false)
     }
 
     fn err(&self) -> impl Fn(rusqlite::Error) -> Error + '_ {
@@ -434,7 +455,7 @@ impl Engine {
         if !repo.state_dir.join(MEMORY_DB).exists() {
             return Ok(None);
         }
-        MemoryDb::open(repo)?.count().map(Some)
+        MemoryDb::open_read(repo)?.count().map(Some)
     }
 
     /// Remembers `req.content` for this repository (`memory_store`).
@@ -510,7 +531,9 @@ impl Engine {
                 notice: None,
             });
         }
-        let (repo, mut db) = self.memory_db(repo_path)?;
+        // Reading needs no space: on a full disk the memories are read from the file alone.
+        let mut db = MemoryDb::open_read(&untouched)?;
+        let repo = untouched;
         let mut resp = MemoryRecallResponse {
             repo: repo.root.clone(),
             query: req.query.clone(),
@@ -522,6 +545,7 @@ impl Engine {
             return Ok(resp);
         }
         let query_vec = self.embed_query(&req.query).map_err(|e| e.to_string());
+        let embedded = query_vec.is_ok();
         let ready = match query_vec {
             Ok(q) => self.memory_vectors_ready(&mut db, Some(q.clone())).map(|_| q),
             Err(why) => Err(why),
@@ -535,6 +559,14 @@ impl Engine {
                         "no memory is close in meaning to the query: the nearest scored {best:.3}, under the {MIN_MEMORY_SIMILARITY} floor of related texts"
                     ));
                 }
+            }
+            Err(why) if embedded && db.read_only() => {
+                // The query was embedded; the store could not take the memories' missing vectors.
+                resp.mode = "text".into();
+                resp.notice = Some(format!(
+                    "recalled by matching words, not meaning: the disk holding the memories is full, so those without a vector could not be embedded now ({why})"
+                ));
+                resp.results = text_recall(&db, &req.query, limit)?;
             }
             Err(why) => {
                 resp.mode = "text".into();
@@ -580,7 +612,8 @@ impl Engine {
             // Never touched: nothing to list, and listing does not register the directory.
             return Ok(MemoryListResponse { repo: repo.root, total: 0, memories: Vec::new(), next_after: None });
         }
-        let (repo, db) = self.memory_db(repo_path)?;
+        // Reading needs no space: on a full disk the list is read from the file alone.
+        let db = MemoryDb::open_read(&repo)?;
         let limit = positive_limit(limit, 50)?.min(MAX_LIST);
         let list = format!("docdex memory list --repo {}", repo.root.display());
         let cursor = match after.map(str::trim).filter(|a| !a.is_empty()) {

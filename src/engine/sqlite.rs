@@ -41,14 +41,54 @@ fn with_space_hint(path: &Path, message: String) -> String {
     if !(message.contains("disk I/O error") || message.contains("database or disk is full")) {
         return message;
     }
-    let free = path.parent().and_then(crate::engine::fsutil::available_bytes);
-    match free {
-        Some(free) if free < 1024 * 1024 => format!(
+    match free_when_full(path) {
+        Some(free) => format!(
             "{message}: the disk holding it is full ({} KiB free); free space there and run the command again (nothing stored in it was lost)",
             free / 1024
         ),
-        _ => message,
+        None => message,
     }
+}
+
+/// The bytes free on the filesystem holding `path` when they are under 1 MiB (a full disk),
+/// else `None`.
+fn free_when_full(path: &Path) -> Option<u64> {
+    path.parent().and_then(crate::engine::fsutil::available_bytes).filter(|free| *free < 1024 * 1024)
+}
+
+/// Opens an existing database for reading only. Normally that is [`open`]; but on a full disk a
+/// WAL database cannot be opened at all (SQLite must make room for its shared-memory file), and
+/// `memory list` failed although reading needs no space (tour26 F4). Then, if its write-ahead
+/// log is absent or empty (as after every clean close, which folds the log into the file), the
+/// file alone holds every committed row, and it is opened read-only as immutable (no lock, no
+/// shared memory, nothing written). No writer can change it meanwhile: one would first have to
+/// grow the log, on a disk with no room for it. Any other failure is [`open`]'s.
+pub fn open_for_reading(path: &Path) -> Result<Connection> {
+    match open(path) {
+        Err(e) if free_when_full(path).is_some() && log_is_empty(path) => open_immutable(path).map_err(|_| e),
+        other => other,
+    }
+}
+
+/// Whether `path`'s write-ahead log (`-wal`) is absent or empty: no committed row waits in it.
+fn log_is_empty(path: &Path) -> bool {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(std::path::PathBuf::from(wal)).map_or(true, |m| m.len() == 0)
+}
+
+/// `path` opened read-only with SQLite's `immutable` flag (a URI, with `%`, `?` and `#` escaped).
+fn open_immutable(path: &Path) -> Result<Connection> {
+    register_vec();
+    let escaped = path.to_string_lossy().replace('%', "%25").replace('?', "%3f").replace('#', "%23");
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+        | rusqlite::OpenFlags::SQLITE_OPEN_URI
+        | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(format!("file:{escaped}?immutable=1"), flags).map_err(db_err(path))?;
+    // Fails here, not at the first query, when the file is not a database.
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(())).map_err(db_err(path))?;
+    tracing::info!(path = %path.display(), "the disk is full: reading the database read-only, from its file alone");
+    Ok(conn)
 }
 
 /// The fewest characters of an id that [`id_by_prefix`] takes as a prefix: UUIDs share
