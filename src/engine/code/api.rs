@@ -30,11 +30,18 @@ pub const MAX_LIMIT: usize = 1000;
 /// answered every query with no results, which reads as "no such symbol" (tour22 F9). A store
 /// with files at generation 0 lags (killed between its two commits) and still answers.
 fn open_current(repo: &RepoRef) -> Result<SymbolReader> {
-    let reader = SymbolReader::open(repo)?.ok_or_else(|| missing_store(repo))?;
+    let reader = match SymbolReader::open(repo) {
+        Ok(reader) => reader.ok_or_else(|| missing_store(repo))?,
+        Err(e) => return Err(damaged_store(repo).unwrap_or(e)),
+    };
     // Before the schema check: a store being created has no schema written yet either.
     let holds_files =
         || reader.conn().query_row("SELECT EXISTS(SELECT 1 FROM files)", [], |r| r.get::<_, bool>(0)).unwrap_or(false);
     if reader.meta().generation == 0 && !holds_files() {
+        // A damaged store reads as empty meta too: it was called "being extracted" (tour26 F5).
+        if let Some(damaged) = damaged_store(repo) {
+            return Err(damaged);
+        }
         return Err(Error::StaleIndex(format!(
             "no symbols have been extracted for {} yet: an index run is extracting them (ask again when \
              `docdex status` says ready), or one stopped before it committed any; run `docdex index --repo {}`",
@@ -44,6 +51,24 @@ fn open_current(repo: &RepoRef) -> Result<SymbolReader> {
     }
     reader.ensure_current(&repo.root)?;
     Ok(reader)
+}
+
+/// What status warns of a damaged symbol store (overwritten, emptied: [`store::damage`]),
+/// naming the file, the cause and the index run that rebuilds it; symbol and AST queries refuse
+/// with the same words, so both surfaces tell one story.
+fn damage_note(repo: &RepoRef) -> Option<String> {
+    store::damage(repo).map(|what| {
+        format!(
+            "the symbol store is damaged: {what}; symbol lookups, impact and search's definition ranking miss it until `docdex index --repo {}` rebuilds it",
+            crate::error::shell_path(&repo.root)
+        )
+    })
+}
+
+/// A damaged store as a query's refusal ([`damage_note`]'s words; `stale_index`, like every
+/// store an index run must rebuild).
+fn damaged_store(repo: &RepoRef) -> Option<Error> {
+    damage_note(repo).map(Error::StaleIndex)
 }
 
 fn missing_store(repo: &RepoRef) -> Error {
@@ -565,11 +590,8 @@ fn language_rows(
 /// (status is polled); nothing for a store never committed, or one another docdex's schema
 /// wrote (the index run rebuilds it whole, and `docdex symbols-status` says so).
 pub fn index_run_notes(repo: &RepoRef) -> Vec<String> {
-    if let Some(what) = store::damage(repo) {
-        return vec![format!(
-            "the symbol store is damaged: {what}; symbol lookups, impact and search's definition ranking miss it until `docdex index --repo {}` rebuilds it",
-            crate::error::shell_path(&repo.root)
-        )];
+    if let Some(damage) = damage_note(repo) {
+        return vec![damage];
     }
     let Some(meta) = store::peek_meta(repo) else { return Vec::new() };
     if meta.schema != store::STORE_SCHEMA || meta.generation == 0 {

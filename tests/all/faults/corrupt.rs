@@ -295,7 +295,8 @@ fn an_unreadable_impact_graph_is_rebuilt_by_the_next_index_run() {
 }
 
 /// Tour 26 F5: a `symbols.db` overwritten or emptied left status "ready" with no warning, while
-/// symbol lookups said an index run was extracting them.
+/// symbol lookups said an index run was extracting them; they now refuse in status's words,
+/// naming the file and the run that rebuilds it.
 #[test]
 fn a_damaged_symbol_store_is_named_by_status_until_the_next_run_rebuilds_it() {
     let env = Env::new();
@@ -306,6 +307,21 @@ fn a_damaged_symbol_store_is_named_by_status_until_the_next_run_rebuilds_it() {
         std::fs::write(&db, &bytes).unwrap();
         let warnings = status(&env, &repo)["warnings"].to_string();
         assert!(warnings.contains("symbol store is damaged") && warnings.contains("symbols.db"), "{how}: {warnings}");
+        for query in [
+            &["symbols", "--repo", r, "func_150"][..],
+            &["ast", "query", "--repo", r, "--kinds", "function_definition"],
+        ] {
+            let out = env.run(query);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(3), "{how} {query:?}: {err}");
+            assert!(
+                err.contains("the symbol store is damaged")
+                    && err.contains("symbols.db")
+                    && err.contains("docdex index --repo"),
+                "{how} {query:?}: {err}"
+            );
+            assert!(!err.contains("extracting them"), "{how} {query:?}: {err}");
+        }
         env.json(&["index", "--repo", r, "--json"]);
         let warnings = status(&env, &repo)["warnings"].to_string();
         assert!(!warnings.contains("symbol store"), "{how}: {warnings}");
