@@ -501,6 +501,63 @@ fn cursors_are_deterministic_and_pages_do_not_overlap() {
     assert!(e.search(&repo, &other).is_err());
 }
 
+/// A first page asked without `limit` and its next page asked with the default spelled out are
+/// the same query (tour30 F2: the cursor hashed the `limit` field as sent, so an HTTP client that
+/// added `"limit": 10` to its second request was told the cursor belonged to another query).
+#[test]
+fn a_cursor_follows_the_page_size_served_not_how_it_was_asked() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", |r| {
+        for i in 0..30 {
+            write(r, &format!("m/f{i:02}.rs"), format!("fn beaver_{i}() {{ beaver(); }}\n"));
+        }
+    });
+    let e = env.engine();
+    let req =
+        |limit, cursor: Option<String>| SearchRequest { query: "beaver".into(), limit, cursor, ..Default::default() };
+    let first = e.search(&repo, &req(None, None)).unwrap();
+    assert_eq!(first.results.len(), 10);
+    let second = e.search(&repo, &req(Some(10), Some(first.next_cursor.clone()))).expect("limit 10 spelled out");
+    let unspelled = e.search(&repo, &req(None, Some(first.next_cursor.clone()))).unwrap();
+    let ids =
+        |r: &docdex::engine::protocol::SearchResponse| r.results.iter().map(|h| h.chunk_id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&second), ids(&unspelled));
+    // limit 0 is served as 1: their cursors are one query's.
+    let zero = e.search(&repo, &req(Some(0), None)).unwrap();
+    assert!(e.search(&repo, &req(Some(1), Some(zero.next_cursor.clone()))).is_ok());
+    // Another page size is still refused, and the error says what to keep.
+    let err = e.search(&repo, &req(Some(7), Some(first.next_cursor.clone()))).unwrap_err().to_string();
+    assert!(err.contains("limit"), "{err}");
+}
+
+/// A cursor counts into one index generation's ranking; used after the index changed it still
+/// answers, from the new ranking, and says so (tour30 F3: pages silently skipped a hit that
+/// moved up, or repeated one).
+#[test]
+fn a_cursor_used_after_the_index_changed_says_the_page_may_repeat_or_miss_hits() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", |r| {
+        for i in 0..6 {
+            write(r, &format!("m/f{i:02}.rs"), format!("fn beaver_{i}() {{ beaver(); }}\n"));
+        }
+    });
+    let e = env.engine();
+    let req =
+        |cursor: Option<String>| SearchRequest { query: "beaver".into(), limit: Some(2), cursor, ..Default::default() };
+    let first = e.search(&repo, &req(None)).unwrap();
+    let same = e.search(&repo, &req(Some(first.next_cursor.clone()))).unwrap();
+    assert!(same.note.is_none(), "{:?}", same.note);
+    write(&repo, "m/zz.rs", "fn beaver_beaver() { beaver(); beaver(); beaver(); }\n");
+    e.index(&repo, &IndexOptions::default(), &quiet()).expect("reindex");
+    let moved = e.search(&repo, &req(Some(first.next_cursor.clone()))).unwrap();
+    assert_eq!(moved.results.len(), 2, "the page is still served");
+    let note = moved.note.unwrap_or_default();
+    assert!(note.contains("index changed") && note.contains(&format!("now {}", moved.generation)), "{note}");
+    // Its own next cursor is the new generation's: no note from there on.
+    let next = e.search(&repo, &req(Some(moved.next_cursor.clone()))).unwrap();
+    assert!(next.note.is_none(), "{:?}", next.note);
+}
+
 #[test]
 fn snippets_show_matching_lines_with_highlights() {
     let env = Env::new();

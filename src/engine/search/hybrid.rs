@@ -148,7 +148,8 @@ impl RepoSearcher {
     ) -> Result<SearchResponse> {
         let t0 = Instant::now();
         let cancel = CancelToken::current();
-        let PageWindow { limit, offset, query_hash } = PageWindow::of(req, cfg)?;
+        let window = PageWindow::of(req, cfg)?;
+        let PageWindow { limit, offset, query_hash, .. } = window;
         let (searcher, generation) = self.searcher();
         let plan = QueryPlan::of(&req.query);
         let terms = plan.term_list();
@@ -184,10 +185,11 @@ impl RepoSearcher {
                 embed_ms: None,
                 notice: None,
             },
+            note: window.moved_note(generation),
             ..super::empty_response(repo, req, state, generation)
         };
         if offset + page.len() < ranked.len() {
-            resp.next_cursor = encode_cursor(offset + page.len(), query_hash);
+            resp.next_cursor = encode_cursor(offset + page.len(), query_hash, generation);
         }
         resp.timing_ms = super::phase_timing(fused.t_vector, fused.t_fuse, t0.elapsed());
         Ok(resp)

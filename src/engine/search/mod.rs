@@ -225,6 +225,7 @@ impl RepoSearcher {
         let plan = QueryPlan::of(&req.query);
         let terms = plan.term_list();
         let mut resp = empty_response(repo, req, state, generation);
+        resp.note = window.moved_note(generation);
         if plan.is_empty() {
             if !req.query.trim().is_empty() {
                 resp.note = Some(no_terms_note(&req.query));
@@ -262,7 +263,7 @@ impl RepoSearcher {
             })
             .collect();
         if offset + page.len() < ranked.len() {
-            resp.next_cursor = encode_cursor(offset + page.len(), query_hash);
+            resp.next_cursor = encode_cursor(offset + page.len(), query_hash, generation);
         }
         let (hits, matched_sets) = self.hits(repo, generation, &terms, &page, &cancel)?;
         resp.results = hits;
@@ -734,24 +735,37 @@ pub(crate) fn page_note(limit: Option<usize>) -> Option<String> {
     }
 }
 
-/// Which slice of the ranking a request asks for: page size, offset from its cursor, and the
-/// request hash cursors are tied to.
+/// Which slice of the ranking a request asks for: page size, offset from its cursor, the
+/// request hash cursors are tied to, and the index generation the cursor's page was cut from.
 pub(crate) struct PageWindow {
     pub limit: usize,
     pub offset: usize,
     pub query_hash: u64,
+    pub cursor_generation: Option<u64>,
 }
 
 impl PageWindow {
-    /// The window of `req`; a cursor from another query is refused.
+    /// The window of `req`; a cursor from another query is refused. The hash is over the page
+    /// size as served, so a first page asked without `limit` and its next page asked with the
+    /// default spelled out (or `limit` 0 and 1, 500 and 200) share their cursors.
     pub(crate) fn of(req: &SearchRequest, cfg: &SearchConfig) -> Result<PageWindow> {
         let limit = req.limit.unwrap_or(cfg.default_limit as usize).clamp(1, MAX_PAGE);
-        let query_hash = hash_request(req);
-        let offset = match req.cursor.as_deref().filter(|c| !c.is_empty()) {
+        let query_hash = hash_request(req, limit);
+        let (offset, cursor_generation) = match req.cursor.as_deref().filter(|c| !c.is_empty()) {
             Some(c) => decode_cursor(c, query_hash)?,
-            None => 0,
+            None => (0, None),
         };
-        Ok(PageWindow { limit, offset, query_hash })
+        Ok(PageWindow { limit, offset, query_hash, cursor_generation })
+    }
+
+    /// The note of a page cut from a newer index than its cursor's: the ranking the cursor
+    /// counted into has changed, so the page may repeat hits of the pages before it or leave
+    /// some out (a cursor holds only an offset, and the index keeps no old rankings).
+    pub(crate) fn moved_note(&self, generation: u64) -> Option<String> {
+        let given = self.cursor_generation.filter(|g| *g != generation)?;
+        Some(format!(
+            "the index changed since this cursor was given (generation {given}, now {generation}): this page is cut from the new ranking, so it may repeat hits of earlier pages or miss some; search again without the cursor for a consistent list"
+        ))
     }
 }
 
@@ -1079,35 +1093,44 @@ fn regex_escape(s: &str) -> String {
     out
 }
 
-fn hash_request(req: &SearchRequest) -> u64 {
+/// The hash a request's cursors carry: its query, filters and page size as served (`limit`).
+fn hash_request(req: &SearchRequest, limit: usize) -> u64 {
     let key = format!(
         "{}\u{0}{}\u{0}{}\u{0}{}",
         req.query,
         req.path_prefix.as_deref().unwrap_or(""),
         req.lang.as_deref().unwrap_or(""),
-        req.limit.unwrap_or(0)
+        limit
     );
     xxhash_rust::xxh3::xxh3_64(key.as_bytes())
 }
 
-fn encode_cursor(offset: usize, query_hash: u64) -> String {
-    format!("c1.{offset:x}.{query_hash:016x}")
+/// `c1.<offset>.<request hash>.<generation>`, all hex.
+fn encode_cursor(offset: usize, query_hash: u64, generation: u64) -> String {
+    format!("c1.{offset:x}.{query_hash:016x}.{generation:x}")
 }
 
-fn decode_cursor(c: &str, query_hash: u64) -> Result<usize> {
+/// The offset and index generation of a cursor of the request hashing to `query_hash` (a
+/// cursor written before generations were part of it has none).
+fn decode_cursor(c: &str, query_hash: u64) -> Result<(usize, Option<u64>)> {
     let bad = || {
         Error::BadRequest(format!("invalid cursor {c:?}: pass the next_cursor of a previous page of the same query"))
     };
-    let mut parts = c.split('.');
-    if parts.next() != Some("c1") {
+    let hex = |p: &str| (!p.is_empty() && p.bytes().all(|b| b.is_ascii_hexdigit())).then_some(());
+    let parts: Vec<&str> = c.split('.').collect();
+    let (["c1", offset, hash] | ["c1", offset, hash, _]) = parts.as_slice() else { return Err(bad()) };
+    if parts[1..].iter().any(|p| hex(p).is_none()) {
         return Err(bad());
     }
-    let offset = parts.next().and_then(|o| usize::from_str_radix(o, 16).ok()).ok_or_else(bad)?;
-    let hash = parts.next().and_then(|h| u64::from_str_radix(h, 16).ok()).ok_or_else(bad)?;
+    let offset = usize::from_str_radix(offset, 16).map_err(|_| bad())?;
+    let hash = u64::from_str_radix(hash, 16).map_err(|_| bad())?;
+    let generation = parts.get(3).map(|g| u64::from_str_radix(g, 16)).transpose().map_err(|_| bad())?;
     if hash != query_hash {
-        return Err(Error::BadRequest("this cursor belongs to a different query or filters".into()));
+        return Err(Error::BadRequest(
+            "this cursor belongs to a different query, filters or page size (limit): pass the query, path, lang and limit of the page that gave it".into(),
+        ));
     }
-    Ok(offset)
+    Ok((offset, generation))
 }
 
 /// Timings of a search whose retrieval ended at `searched`, ranking at `ranked` and everything,
@@ -1166,8 +1189,12 @@ mod tests {
 
     #[test]
     fn cursor_round_trip_and_mismatch() {
-        let c = encode_cursor(20, 7);
-        assert_eq!(decode_cursor(&c, 7).unwrap(), 20);
+        let c = encode_cursor(20, 7, 3);
+        assert_eq!(decode_cursor(&c, 7).unwrap(), (20, Some(3)));
+        assert_eq!(decode_cursor("c1.14.0000000000000007", 7).unwrap(), (20, None), "a cursor without a generation");
+        for forged in ["c1.+14.0000000000000007", "c1.14.0000000000000007.3.x", "c1.14.0000000000000007.zz", "c1.14"] {
+            assert!(decode_cursor(forged, 7).is_err(), "{forged}");
+        }
         assert!(decode_cursor(&c, 8).is_err());
         assert!(decode_cursor("garbage", 7).is_err());
     }
