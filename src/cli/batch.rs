@@ -55,41 +55,58 @@ fn describe(item: &BatchItem) -> String {
     }
 }
 
+/// The fields a query object takes: those of a search request, as `POST /v1/search` and MCP's
+/// `docdex_search` take them (the repository is the command line's).
+const QUERY_FIELDS: [&str; 6] = ["query", "limit", "cursor", "path_prefix", "lang", "libs"];
+
 /// A JSON array, or JSON lines; each entry a query string or a search request object (its
-/// unset fields taken from the command line's flags).
+/// unset fields taken from the command line's flags). An entry is named by its line in JSON
+/// lines and by its place in an array. A field a request does not take (`path_prefx`) is an
+/// error, as over HTTP and MCP: ignored, the misspelt filter searched the whole repository.
 fn parse(text: &str, defaults: &SearchRequest) -> Result<Vec<SearchRequest>, Error> {
-    let values: Vec<serde_json::Value> = match text.trim_start().starts_with('[') {
-        true => serde_json::from_str(text)
-            .map_err(|e| Error::BadRequest(format!("the query file is not a JSON array: {e}")))?,
+    let values: Vec<(String, serde_json::Value)> = match text.trim_start().starts_with('[') {
+        true => serde_json::from_str::<Vec<serde_json::Value>>(text)
+            .map_err(|e| Error::BadRequest(format!("the query file is not a JSON array: {e}")))?
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (format!("query {}", i + 1), v))
+            .collect(),
         false => text
             .lines()
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
             .map(|(n, l)| {
-                serde_json::from_str(l).map_err(|e| Error::BadRequest(format!("query file line {}: {e}", n + 1)))
+                let at = format!("query file line {}", n + 1);
+                serde_json::from_str(l).map(|v| (at.clone(), v)).map_err(|e| Error::BadRequest(format!("{at}: {e}")))
             })
             .collect::<Result<_, _>>()?,
     };
-    values
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| match v {
-            serde_json::Value::String(query) => Ok(SearchRequest { query, ..defaults.clone() }),
-            serde_json::Value::Object(mut o) => {
-                let d = serde_json::to_value(defaults).unwrap_or_default();
-                if let serde_json::Value::Object(d) = d {
-                    for (k, v) in d {
-                        if !v.is_null() {
-                            o.entry(k).or_insert(v);
-                        }
+    values.into_iter().map(|(at, v)| request(&at, v, defaults)).collect()
+}
+
+/// One entry of the query file as a request, `at` naming it in errors.
+fn request(at: &str, v: serde_json::Value, defaults: &SearchRequest) -> Result<SearchRequest, Error> {
+    match v {
+        serde_json::Value::String(query) => Ok(SearchRequest { query, ..defaults.clone() }),
+        serde_json::Value::Object(mut o) => {
+            if let Some(k) = o.keys().find(|k| !QUERY_FIELDS.contains(&k.as_str())) {
+                return Err(Error::BadRequest(format!(
+                    "{at}: unknown field {}: a query takes {}",
+                    crate::error::quoted(k),
+                    QUERY_FIELDS.join(", ")
+                )));
+            }
+            if let Ok(serde_json::Value::Object(d)) = serde_json::to_value(defaults) {
+                for (k, v) in d {
+                    if !v.is_null() {
+                        o.entry(k).or_insert(v);
                     }
                 }
-                serde_json::from_value(serde_json::Value::Object(o))
-                    .map_err(|e| Error::BadRequest(format!("query {}: {e}", i + 1)))
             }
-            _ => Err(Error::BadRequest(format!("query {}: a string or a search request object", i + 1))),
-        })
-        .collect()
+            serde_json::from_value(serde_json::Value::Object(o)).map_err(|e| Error::BadRequest(format!("{at}: {e}")))
+        }
+        _ => Err(Error::BadRequest(format!("{at}: a string or a search request object"))),
+    }
 }
 
 #[cfg(test)]
@@ -107,5 +124,7 @@ mod tests {
         assert_eq!(l[1].lang.as_deref(), Some("rust"));
         assert!(parse("not json\n", &d).is_err());
         assert!(parse("[1]", &d).is_err());
+        let typo = parse("\"one\"\n\n{\"query\": \"two\", \"path_prefx\": \"src\"}\n", &d).unwrap_err().to_string();
+        assert!(typo.contains("line 3") && typo.contains("path_prefx") && typo.contains("path_prefix"), "{typo}");
     }
 }

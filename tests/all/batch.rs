@@ -57,3 +57,34 @@ fn batch_results_equal_single_searches() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
 }
+
+/// A query object with a field a search request does not take is refused, naming the field and
+/// its line, as `POST /v1/search` and MCP's `docdex_search` refuse it (tour30 F4: the batch
+/// ignored `path_prefx`, so the misspelt filter searched the whole repository).
+#[test]
+fn a_misspelt_field_in_a_query_file_is_refused_naming_its_line() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    write(
+        env.dir.path(),
+        "typo.jsonl",
+        "\"session store\"\n\n{\"query\": \"parse config\", \"path_prefx\": \"web/\"}\n",
+    );
+    let out =
+        env.run(&["search", "--repo", r, "--batch", env.dir.path().join("typo.jsonl").to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 3") && err.contains("path_prefx") && err.contains("path_prefix"), "{err}");
+    assert!(out.stdout.is_empty() || !String::from_utf8_lossy(&out.stdout).contains("\"results\""));
+    // The fields it takes still pass.
+    write(
+        env.dir.path(),
+        "ok.json",
+        r#"[{"query": "parse config", "path_prefix": "src/", "lang": "python", "limit": 2, "libs": false}]"#,
+    );
+    let out = env.run(&["search", "--repo", r, "--batch", env.dir.path().join("ok.json").to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
