@@ -410,7 +410,9 @@ fn split_citation(root: &Path, given: &str) -> (String, Option<(u32, u32)>) {
 }
 
 /// `given` resolved against `cwd` when `cwd` lies strictly inside `root` and the path exists
-/// there; otherwise unchanged (repo-relative, absolute, `ext:` packages, `//source/` keys).
+/// there, or when `cwd` is the root and the path climbs (`../proj/src` typed in `proj`, which
+/// leads back inside: taken repo-relative it left the repository and was refused); otherwise
+/// unchanged (repo-relative, absolute, `ext:` packages, `//source/` keys).
 fn cwd_relative(root: &Path, cwd: &Path, given: &str) -> String {
     let path = Path::new(given);
     if given.is_empty() || path.is_absolute() || given.starts_with("//") || given.starts_with("ext:") {
@@ -419,7 +421,8 @@ fn cwd_relative(root: &Path, cwd: &Path, given: &str) -> String {
     let (Ok(root), Ok(cwd)) = (root.canonicalize(), cwd.canonicalize()) else {
         return given.to_string();
     };
-    if cwd == root || !cwd.starts_with(&root) {
+    let climbs = path.components().any(|c| c == std::path::Component::ParentDir);
+    if (cwd == root && !climbs) || !cwd.starts_with(&root) {
         return given.to_string();
     }
     match cwd.join(path).canonicalize() {

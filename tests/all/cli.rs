@@ -173,6 +173,36 @@ fn repo_defaults_to_the_indexed_repository_above_a_non_git_subdirectory() {
     }
 }
 
+/// At the repository's root, a path that climbs out and back in (`../proj/src/auth`, as a shell
+/// completes it from the parent) names the folder inside; it was taken repo-relative, so it
+/// left the repository and was refused (tour30 F5). Climbing out for good is still refused.
+#[test]
+fn a_path_typed_at_the_root_that_climbs_back_inside_is_inside() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    sample_repo(&repo);
+    std::fs::write(repo.parent().unwrap().join("outside.txt"), "secret").unwrap();
+    assert!(run_in(&env, &repo, &["index"]).status.success());
+    let out = run_in(&env, &repo, &["search", "session", "--path", "../proj/src/auth/", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let paths: Vec<&str> = v["results"].as_array().unwrap().iter().map(|h| h["path"].as_str().unwrap()).collect();
+    assert!(!paths.is_empty() && paths.iter().all(|p| p.starts_with("src/auth/")), "{paths:?}");
+    let out = run_in(&env, &repo, &["get", "../proj/src/parser.py", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for bad in ["../outside.txt", "../proj/../outside.txt"] {
+        let out = run_in(&env, &repo, &["search", "secret", "--path", bad]);
+        assert!(
+            !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("outside the repository"),
+            "{bad}"
+        );
+    }
+    // Typed plainly at the root, a path is repo-relative as before.
+    let out = run_in(&env, &repo, &["search", "session", "--path", "src/auth", "--json"]);
+    assert!(out.status.success());
+}
+
 #[test]
 fn file_arguments_typed_in_a_subdirectory_are_relative_to_it() {
     let env = Env::new();
