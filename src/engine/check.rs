@@ -504,18 +504,24 @@ impl Engine {
         }
         match self.vectors(&repo) {
             Vectors::Usable(store, model) => match store.counts() {
-                Ok((files, chunks, _)) => r.push(
-                    "repo_embeddings",
-                    CheckStatus::Ok,
-                    format!(
+                Ok((files, chunks, _)) => {
+                    let found = format!(
                         "{} in {} from {} ({} dimensions)",
                         count(chunks, "chunk vector"),
                         count(files, "file"),
                         model.model,
                         model.dim
-                    ),
-                    None,
-                ),
+                    );
+                    match crate::engine::embed::coverage_notice(&store, &repo.root) {
+                        Some(gap) => r.push(
+                            "repo_embeddings",
+                            CheckStatus::Warn,
+                            format!("{found}; {gap}"),
+                            Some(format!("`docdex index --repo {}`", crate::error::shell_path(&repo.root))),
+                        ),
+                        None => r.push("repo_embeddings", CheckStatus::Ok, found, None),
+                    }
+                }
                 Err(e) => {
                     r.push("repo_embeddings", CheckStatus::Fail, e.to_string(), Some("`docdex index --reembed`".into()))
                 }

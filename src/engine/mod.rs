@@ -666,6 +666,7 @@ impl Engine {
         if !running {
             // A run in progress rebuilds what these name.
             warnings.extend(code::api::index_run_notes(&repo));
+            warnings.extend(self.embedding_gap(&repo));
         }
         let record = self.inner.registry.get(&repo.fingerprint)?;
         Ok(StatusResponse {

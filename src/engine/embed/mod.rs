@@ -32,6 +32,20 @@ pub(crate) enum Vectors {
 pub const NO_EMBEDDINGS: &str =
     "keyword search only: this repo has no embeddings yet (an embedding model makes search find meaning: `docdex llm-setup`, then `docdex index`)";
 
+/// What a store whose last embedding run left files without vectors says (search's notice,
+/// `status`, `check`); none when every file has its vectors or nothing was recorded.
+pub(crate) fn coverage_notice(store: &VectorStore, root: &std::path::Path) -> Option<String> {
+    let c = store.coverage().ok().flatten().filter(|c| c.missing > 0)?;
+    let missing = if c.missing == 1 { "1 file has".to_string() } else { format!("{} files have", c.missing) };
+    Some(format!(
+        "embeddings cover {} of {} files: {missing} no vectors yet (the last embedding run did not finish), \
+         so hybrid search finds them by keywords only; `docdex index --repo {}` embeds them once the embedder answers",
+        c.wanted - c.missing.min(c.wanted),
+        c.wanted,
+        crate::error::shell_path(root)
+    ))
+}
+
 /// Terms of a file used as its keyword fingerprint.
 const SIMILAR_QUERY_TERMS: usize = 24;
 /// Nearest chunks looked at per similar-files query.
@@ -59,6 +73,14 @@ impl Engine {
             }
             Ok(None) => Vectors::Unusable(NO_EMBEDDINGS.into()),
             Err(e) => Vectors::Unusable(format!("vectors unreadable ({e}); BM25 only")),
+        }
+    }
+
+    /// What `status` warns of when the last embedding run left indexed files without vectors.
+    pub(crate) fn embedding_gap(&self, repo: &RepoRef) -> Option<String> {
+        match self.vectors(repo) {
+            Vectors::Usable(store, _) => coverage_notice(&store, &repo.root),
+            Vectors::Unusable(_) => None,
         }
     }
 

@@ -9,7 +9,7 @@
 //! otherwise one probe decides, and a dead or absent embedder costs that one
 //! failed request (refused connections are not retried), a notice, and BM25 only.
 
-use super::store::{text_hash, ChunkEntry, FileEntry, TextHash, VectorStore};
+use super::store::{text_hash, ChunkEntry, Coverage, FileEntry, TextHash, VectorStore};
 use super::{EmbedState, EmbedSummary};
 use crate::engine::index::schema::{build_schema, Fields};
 use crate::engine::index::types::IndexProgress;
@@ -95,6 +95,9 @@ impl Engine {
                 ..Default::default()
             },
         };
+        if !matches!(summary.state, EmbedState::Off | EmbedState::Stale) {
+            record_coverage(repo, session);
+        }
         summary.seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
         // The index was ready throughout; clear the embedding progress the phase reported.
         if stop.load(Ordering::SeqCst) && summary.state == EmbedState::Partial {
@@ -394,6 +397,22 @@ fn missing_chunks(
         }
     }
     missing
+}
+
+/// Writes into the store how many indexed files lack current vectors, whatever ended the run
+/// (finished, stopped, the embedder gone before or during it); a repo with no store yet has
+/// nothing to record. A failure only loses the notice, so it is logged, not raised.
+fn record_coverage(repo: &RepoRef, session: &IndexSession) {
+    let wanted = wanted_files(session);
+    let result = VectorStore::open_existing(repo).and_then(|store| {
+        let Some(store) = store else { return Ok(()) };
+        let have = store.file_hashes()?;
+        let missing = wanted.iter().filter(|(p, w)| have.get(*p) != Some(&w.hash)).count() as u64;
+        store.set_coverage(Coverage { missing, wanted: wanted.len() as u64 })
+    });
+    if let Err(e) = result {
+        tracing::warn!(repo = %repo.root.display(), "could not record which files lack vectors: {e}");
+    }
 }
 
 /// A phase stopped for shutdown during its probe: nothing was embedded, the next run does it.

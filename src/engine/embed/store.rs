@@ -45,6 +45,16 @@ pub struct StoredModel {
     pub dim: usize,
 }
 
+/// How far a store's vectors cover the index: files with chunks to embed, and how many of
+/// them have no vectors for their current content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Coverage {
+    /// Files without current vectors.
+    pub missing: u64,
+    /// Files the index holds with chunks to embed.
+    pub wanted: u64,
+}
+
 /// One chunk of a file to store.
 #[derive(Debug, Clone)]
 pub struct ChunkEntry {
@@ -164,6 +174,25 @@ impl VectorStore {
         })
     }
 
+    /// Records how many of the files the index holds with chunks to embed (`wanted`) have no
+    /// current vectors (`missing`), as the last embedding run left them. Readers (search,
+    /// `status`, `check`) learn from it what an interrupted run left out without reading the
+    /// manifest; a run stopped part-way used to leave hybrid search over a fraction of the
+    /// files saying nothing (tour28 F1).
+    pub fn set_coverage(&self, coverage: Coverage) -> Result<()> {
+        self.set_meta("files_missing", &coverage.missing.to_string())?;
+        self.set_meta("files_wanted", &coverage.wanted.to_string())
+    }
+
+    /// What [`VectorStore::set_coverage`] recorded; none before any run recorded it.
+    pub fn coverage(&self) -> Result<Option<Coverage>> {
+        let number = |key: &str| -> Result<Option<u64>> { Ok(self.meta(key)?.and_then(|v| v.parse().ok())) };
+        Ok(match (number("files_missing")?, number("files_wanted")?) {
+            (Some(missing), Some(wanted)) => Some(Coverage { missing, wanted }),
+            _ => None,
+        })
+    }
+
     /// Records the model and dimension and creates the vector table for it.
     pub fn init_model(&mut self, model: &str, dim: usize) -> Result<()> {
         let tx = self.conn.transaction().map_err(db_err(&self.path))?;
@@ -184,7 +213,7 @@ impl VectorStore {
                 "BEGIN;
                  DROP TABLE IF EXISTS chunk_vec;
                  DELETE FROM chunks; DELETE FROM files; DELETE FROM cache;
-                 DELETE FROM meta WHERE key IN ('model', 'dim');
+                 DELETE FROM meta WHERE key IN ('model', 'dim', 'files_missing', 'files_wanted');
                  INSERT INTO meta(key, value) VALUES ('revision', '1')
                      ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1;
                  COMMIT;",

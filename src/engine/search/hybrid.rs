@@ -103,6 +103,8 @@ impl Engine {
         let mut resp = searcher.hybrid_search(repo, req, cfg, state, flags, &nearest)?;
         resp.retrieval.embedding_model = Some(model.model);
         resp.retrieval.embed_ms = Some(embed_ms);
+        // Not a ranking input: says which files the vectors could not have found.
+        resp.retrieval.notice = crate::engine::embed::coverage_notice(&store, &repo.root);
         Ok(resp)
     }
 }
