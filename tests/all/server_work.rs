@@ -296,6 +296,8 @@ async fn max_mcp_sessions_caps_live_sessions_evicting_idle_ones_then_refusing() 
     let working = mcp_session(&c, &url).await;
     assert_eq!(used(working.clone()).await.0, 200);
     let idle = [mcp_session(&c, &url).await, mcp_session(&c, &url).await];
+    // An unused session is ended for a new one only after its grace (5 s since its last message).
+    tokio::time::sleep(Duration::from_millis(5_500)).await;
     let newest = mcp_session(&c, &url).await;
     assert_eq!(live().await, Some(3));
     let (status, body) = used(idle[0].clone()).await;
@@ -325,4 +327,53 @@ async fn max_mcp_sessions_caps_live_sessions_evicting_idle_ones_then_refusing() 
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("[server] max_mcp_sessions = 0 is out of range: it takes 1 to 128"), "{stderr}");
+}
+
+#[tokio::test]
+async fn clients_starting_at_once_past_the_session_cap_are_refused_at_initialize_not_evicted_after() {
+    let env = Env::new();
+    env.write_config("[server]\nmax_mcp_sessions = 3\n");
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+    let url = server.url("/v1/mcp");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    // Eight clients initialize one after another, as fast as they can, then each makes its
+    // first request. Each initialize past the cap ended the oldest fresh session: five got
+    // `200` at initialize and then `404` "ended or expired" on their first request.
+    let mut sessions = Vec::new();
+    let mut refused = 0;
+    for _ in 0..8 {
+        let r = mcp_post(&c, &url, None, &init).send().await.unwrap();
+        match r.status().as_u16() {
+            200 => sessions.push(r.headers()["mcp-session-id"].to_str().unwrap().to_string()),
+            503 => {
+                let v: Value = r.json().await.unwrap();
+                assert!(v["error"]["message"].as_str().unwrap().contains("opened in the last 5 s"), "{v}");
+                refused += 1;
+            }
+            other => panic!("initialize answered {other}: {}", r.text().await.unwrap()),
+        }
+    }
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    for s in &sessions {
+        let r = mcp_post(&c, &url, Some(s), &initialized).send().await.unwrap();
+        assert_eq!(
+            r.status().as_u16(),
+            202,
+            "a session answered 200 at initialize was ended: {}",
+            r.text().await.unwrap()
+        );
+        let r = mcp_post(&c, &url, Some(s), &list).send().await.unwrap();
+        assert_eq!(
+            r.status().as_u16(),
+            200,
+            "a session answered 200 at initialize was ended: {}",
+            r.text().await.unwrap()
+        );
+    }
+    assert_eq!((sessions.len(), refused), (3, 5));
 }

@@ -10,6 +10,13 @@
 //! session); when every session is in use, the new one is refused ([`SessionsFull`], which the
 //! transport answers `503` with JSON-RPC `-32000`), so a flood of bare `initialize`s can never
 //! push out the sessions agents are working in.
+//!
+//! A session is not ended for another within [`EVICTION_GRACE`] of its `initialize` (or its
+//! last message): its client has had no time to send its first request. 200 clients starting at
+//! once against 18 free places all had their `initialize` answered `200`, and each later
+//! `initialize` ended an earlier one, so 179 of them got `404` on their very next message,
+//! told their session had expired; now the ones past the cap are refused at `initialize`
+//! (`503`, retry later) and every session that was answered `200` works.
 
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError};
@@ -28,12 +35,17 @@ pub const MAX_SESSIONS: usize = 128;
 /// as the `503` it is.
 pub const SESSIONS_FULL_MARK: &str = "too many MCP sessions";
 
+/// How long after its last message (its `initialize` at first) an unused session is safe
+/// from being ended for a new one: clients send `notifications/initialized` and their first
+/// request within milliseconds of `initialize`'s answer.
+pub const EVICTION_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Why a session could not be created or used.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionsError {
     /// Every slot holds a session in use.
     #[error(
-        "{SESSIONS_FULL_MARK}: all {cap} are in use (`[server] max_mcp_sessions`); end one you no longer need (DELETE /v1/mcp with its Mcp-Session-Id), or retry once one has been idle 5 minutes"
+        "{SESSIONS_FULL_MARK}: all {cap} are in use (`[server] max_mcp_sessions`) or were opened in the last 5 s; end one you no longer need (DELETE /v1/mcp with its Mcp-Session-Id), or retry in a few seconds (a session that sends nothing after its initialize is let go after 5 s for a new one; one in use after 5 idle minutes)"
     )]
     SessionsFull {
         /// The cap in force.
@@ -130,7 +142,8 @@ impl SessionManager for BoundedSessions {
         let victim = self.with_table(|t| {
             let mut victim = None;
             if t.sessions.len() + t.creating >= self.cap {
-                let idle = t.sessions.iter().filter(|(_, u)| !u.used).min_by_key(|(_, u)| u.last);
+                let evictable = |u: &Usage| !u.used && u.last.elapsed() >= EVICTION_GRACE;
+                let idle = t.sessions.iter().filter(|(_, u)| evictable(u)).min_by_key(|(_, u)| u.last);
                 let id = idle.map(|(id, _)| id.clone()).ok_or(SessionsError::SessionsFull { cap: self.cap })?;
                 t.sessions.remove(&id);
                 victim = Some(id);
