@@ -804,6 +804,34 @@ async fn ast_samples_on_one_minified_line_start_at_their_nodes() {
     assert_eq!(sample_columns(&tool), samples);
 }
 
+/// A `--name` match has no column (the symbol table records lines), so on a minified line its
+/// sample showed the line's start (`function f0(...`) whatever was asked (tour21 F8, the rest):
+/// it now starts at the name's first whole-word place (`f1`, not inside `f10`), cut at 160
+/// characters like the other samples, with no column claimed; a short line is still whole.
+#[test]
+fn a_name_matchs_sample_on_a_minified_line_starts_at_the_name() {
+    let env = Env::new();
+    let repo = env.repo("minname");
+    let line = minified_js(300);
+    write(&repo, "dist/app.min.js", &line);
+    write(&repo, "src/short.js", "function f1(a,b){return a+b}\n");
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let args = ["ast", "query", "--repo", r, "--kinds", "function_declaration", "--name", "f1"];
+    let v = env.json(&[&args[..], &["--json"]].concat());
+    let file = |p: &str| {
+        let f = v["results"].as_array().unwrap().iter().find(|f| f["path"] == p).cloned();
+        serde_json::json!({ "results": [f.unwrap_or_else(|| panic!("no {p} in {v}"))] })
+    };
+    let min = sample_columns(&file("dist/app.min.js"));
+    let from = &line[line.find("function f1(").unwrap() + "function ".len()..];
+    assert_eq!(min, [(0, format!("{}…", &from[..160]))], "{v}");
+    assert!(min[0].1.starts_with("f1(a,b){return a+b*1}function f2"), "{v}");
+    assert_eq!(sample_columns(&file("src/short.js")), [(0, "function f1(a,b){return a+b}".to_string())]);
+    let human = String::from_utf8_lossy(&env.run(&args).stdout).into_owned();
+    assert!(human.contains("f1(a,b){return a+b*1}function f2") && !human.contains("function f0"), "{human}");
+}
+
 /// A store written before samples kept their column (schema 1, `kind:line-end`) is refused by
 /// the queries with the command to run, and the next index run rebuilds it whole: every code
 /// file parsed again, the samples then with columns.

@@ -151,7 +151,10 @@ fn sample_texts(root: &Path, path: &str, nodes: &mut [AstNode], redact: bool) {
     let lines: Vec<&str> = text.lines().collect();
     for n in nodes {
         let Some(line) = lines.get(n.line_start.saturating_sub(1) as usize) else { continue };
-        let from = sample_start(line, n.column);
+        // A `--name` match has no column (the symbol table records lines): its name's first
+        // whole-word place on the line stands in for it.
+        let column = n.column.or_else(|| n.name.as_deref().and_then(|name| name_column(line, name)));
+        let from = sample_start(line, column);
         let shown = match &masker {
             Some(m) => std::borrow::Cow::Owned(m.mask_from(line, n.line_start, from)),
             None => std::borrow::Cow::Borrowed(&line[from..]),
@@ -173,6 +176,25 @@ fn sample_start(line: &str, column: Option<u32>) -> usize {
     } else {
         0
     }
+}
+
+/// The 1-based byte column of `name`'s first whole-word occurrence in `line` (not inside a
+/// longer identifier: `f1` is not found in `f10` or `$f1`), for samples of `--name` matches,
+/// whose declarations the symbol table records by line only. On a minified line the sample then
+/// starts at the name (`f1(a,b){...`), as the other samples start at their node; several
+/// declarations of one name on one line all start at its first place.
+fn name_column(line: &str, name: &str) -> Option<u32> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    if name.is_empty() {
+        return None;
+    }
+    line.match_indices(name)
+        .find(|(at, _)| {
+            let before = line[..*at].chars().next_back();
+            let after = line[at + name.len()..].chars().next();
+            !before.is_some_and(ident) && !after.is_some_and(ident)
+        })
+        .and_then(|(at, _)| u32::try_from(at + 1).ok())
 }
 
 /// `text` cut at [`SAMPLE_CHARS`] characters, ending in `…` when it was longer.
@@ -692,4 +714,19 @@ fn totals(reader: &SymbolReader) -> Result<(u64, u64, u64, u64)> {
             },
         )
         .map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_found_as_a_whole_word_only() {
+        let line = "var f10=1,$f1=2;g(xf1);function f1(a){return f1}";
+        assert_eq!(name_column(line, "f1"), Some(line.find("f1(a)").unwrap() as u32 + 1));
+        assert_eq!(name_column("f1", "f1"), Some(1));
+        assert_eq!(name_column("é_f1 f1", "f1"), Some(7), "a byte column, past a two-byte letter");
+        assert_eq!(name_column("f10 f1_x", "f1"), None);
+        assert_eq!(name_column("anything", ""), None);
+    }
 }

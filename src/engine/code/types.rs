@@ -439,7 +439,8 @@ pub struct AstNode {
     /// Last line.
     pub line_end: u32,
     /// 1-based byte column where the node starts in its first line (as ripgrep's `--column`);
-    /// absent for `--name` matches, which the symbol table records by line only.
+    /// absent for `--name` matches, which the symbol table records by line only (their text
+    /// starts at the name on a long line instead).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub column: Option<u32>,
     /// The declared name, for declarations.
