@@ -532,6 +532,14 @@ impl Keymap {
                 .as_str()
                 .ok_or_else(|| src.error(k.span(), format!("keys of `{}` must be strings", action.get_ref())))?;
             let chord = KeyChord::parse(text).map_err(|e| src.error(k.span(), e))?;
+            // `ctrl+c` quits from anywhere, whatever else is wrong: bound to another action it
+            // stopped quitting where that action's table is tried first.
+            if chord == KeyChord::new(KeyCode::Char('c'), KeyModifiers::CONTROL) && cmd != Command::Quit {
+                return Err(src.error(
+                    k.span(),
+                    format!("`ctrl+c` always quits docdex, from anywhere: bind `{}` to another key", action.get_ref()),
+                ));
+            }
             if !keys.contains(&chord) {
                 keys.push(chord);
             }

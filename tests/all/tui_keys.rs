@@ -881,3 +881,20 @@ fn help_in_trace_lists_no_enter_and_an_unlisted_key_says_so() {
     let s = h.screen(120, 40);
     assert!(shows(&s, "`left` is not a key in Repos"), "{s}");
 }
+
+/// tour29 F4: a keymap binding `ctrl+c` to another action (`[search] toggle_symbols =
+/// ["ctrl+c"]`) was taken without a word, and `ctrl+c` then toggled symbol search instead of
+/// quitting: the way out from anywhere was gone (help listed ctrl+c twice). Such a line is a
+/// mistake with its line number, the shipped keymap stays, and `ctrl+c` quits.
+#[test]
+fn a_keymap_cannot_take_ctrl_c_away_from_quit() {
+    let file = "[search]\ntoggle_symbols = [\"ctrl+c\"]\n";
+    let mut h = Harness::with_files("", &[("keymaps/default.toml", file)]).started();
+    h.key(KeyCode::F(1));
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "keymaps/default.toml:2: `ctrl+c` always quits docdex"), "{s}");
+    h.key(KeyCode::Esc);
+    assert_eq!(h.app.focus(), PaneId::Search);
+    h.ctrl('c');
+    assert!(h.app.should_quit(), "ctrl+c quits from the query box");
+}
