@@ -224,6 +224,47 @@ fn an_oversized_context_drops_the_lowest_priority_first_and_traces_each_drop() {
     assert_eq!(budget.payload["drops"].as_array().unwrap().len(), resp.trace.drops.len());
 }
 
+/// A follow-up keeps the conversation's latest exchange even when the repository's hits could
+/// fill the whole context: they did, so in a real repository at a 4,096-token window every
+/// follow-up ("and who calls it?") reached the model without the question it follows (tour28
+/// F2, gemma3:270m through the shim: history allotted 11 tokens, both messages dropped).
+#[test]
+fn a_follow_up_keeps_the_latest_exchange_when_repo_hits_fill_the_context() {
+    use docdex::engine::llm::{ChatMessage, Role};
+    let c = Chat::new(FakeOllamaOptions::default(), "context_tokens = 1024\n");
+    for i in 0..8 {
+        let mut body = format!("//! Session expiry, part {i}.\n");
+        for j in 0..60 {
+            body.push_str(&format!("pub fn expire_stale_sessions_{i}_{j}(ttl: u64) -> bool {{ ttl > {j} }}\n"));
+        }
+        write(&c.repo, &format!("src/expiry/part{i}.rs"), body);
+    }
+    c.env.json(&["index", "--repo", c.r(), "--json"]);
+    let history = vec![
+        ChatMessage::new(Role::User, "old question about invoices"),
+        ChatMessage::new(Role::Assistant, "old answer: invoice_total sums them"),
+        ChatMessage::new(Role::User, "what does expire_stale_sessions do?"),
+        ChatMessage::new(Role::Assistant, "It removes sessions older than the ttl."),
+    ];
+    let resp = c.ask(&ChatTurnRequest { query: "and who calls it? expire stale sessions".into(), history, ..q("") });
+    assert!(resp.trace.drops.iter().any(|d| d.slot == Slot::Repo), "the repo's hits overflow: {:?}", resp.trace.drops);
+    let prompt = c.last_prompt();
+    let texts: Vec<&str> = prompt.iter().map(|m| m["content"].as_str().unwrap_or("")).collect();
+    assert!(
+        texts.contains(&"what does expire_stale_sessions do?")
+            && texts.contains(&"It removes sessions older than the ttl."),
+        "the latest exchange reaches the model: {:?}",
+        prompt.iter().map(|m| m["role"].clone()).collect::<Vec<_>>()
+    );
+    let history = resp.trace.budget.slots.iter().find(|s| s.slot == Slot::History).unwrap();
+    assert!(history.items >= 2, "{history:?}");
+    assert!(
+        resp.trace.budget.prompt_tokens <= 1024 - 204,
+        "still within the window: {}",
+        resp.trace.budget.prompt_tokens
+    );
+}
+
 #[test]
 fn the_gate_stays_local_at_or_above_the_threshold() {
     // Threshold 1.0 and a query fully matched (confidence 1.0): equal passes.

@@ -1434,3 +1434,86 @@ fn a_file_whose_extension_lies_is_named_for_what_it_is() {
     assert_eq!(note("tool.docx"), "not a DOCX (its bytes are an ELF executable)");
     assert!(note("broken.pdf").starts_with("corrupt PDF"), "{:?}", summary.skipped);
 }
+
+/// A notebook of `cells` code cells, each with a base64 PNG output of `image_bytes` (76-column
+/// lines in one string, as Jupyter writes it) and an `application/json` output of `numbers`
+/// small numbers: cheap as text, a node each in a parse tree. Each cell's source names it.
+fn heavy_notebook(cells: usize, image_bytes: usize, numbers: usize) -> String {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut image = String::with_capacity(image_bytes + image_bytes / 76 * 2);
+    for i in 0..image_bytes {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        image.push(alphabet[(seed % 64) as usize] as char);
+        if i % 76 == 75 {
+            image.push_str("\\n");
+        }
+    }
+    let values = (0..numbers).map(|n| (n % 10).to_string()).collect::<Vec<_>>().join(",");
+    let cell = |i: usize| {
+        format!(
+            r##"{{"cell_type": "code", "execution_count": {i}, "metadata": {{}}, "source": ["plot_burrows({i})\n", "# aardwolf burrow {i}"],
+ "outputs": [{{"output_type": "display_data", "metadata": {{}}, "data": {{"image/png": "{image}", "text/plain": ["<Figure>"]}}}},
+  {{"output_type": "execute_result", "execution_count": {i}, "metadata": {{}}, "data": {{"application/json": {{"values": [{values}]}}}}}}]}}"##
+        )
+    };
+    let cells: Vec<String> = (0..cells).map(cell).collect();
+    format!(r#"{{"cells": [{}], "metadata": {{}}, "nbformat": 4, "nbformat_minor": 5}}"#, cells.join(",\n"))
+}
+
+/// Peak resident set size in KiB of `docdex index --repo <repo>` (its own, from `wait4`).
+fn index_peak_rss_kib(env: &Env, repo: &Path) -> u64 {
+    #[allow(clippy::zombie_processes)] // reaped by wait4 below, which also gives its usage
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["index", "--repo", repo.to_str().expect("utf-8 path"), "--json"])
+        .env("DOCDEX_HOME", env.home())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run docdex index");
+    let mut status = 0;
+    // SAFETY: wait4 fills the status and rusage we own, for the child we spawned.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as libc::pid_t, "wait4");
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "docdex index failed: {status}");
+    usage.ru_maxrss as u64
+}
+
+/// A notebook was parsed whole into a `serde_json::Value` tree, outputs included: a 42 MB
+/// notebook of images and JSON outputs peaked at 258 MB, against 53 MB for a small one
+/// (tour25 F4). Its outputs are skipped as they are parsed now: the whole `docdex index`
+/// process stays within twice the file's size over indexing a small notebook, and the cells
+/// are the same text.
+#[test]
+fn a_notebook_of_large_outputs_is_read_in_memory_near_its_size() {
+    let env = Env::new();
+    env.write_config("[index]\nmax_file_size_bytes = 100000000\n");
+    let small = env.repo("small");
+    write(&small, "small.ipynb", heavy_notebook(1, 100, 10));
+    let heavy = env.repo("heavy");
+    let notebook = heavy_notebook(120, 100_000, 30_000);
+    write(&heavy, "heavy.ipynb", &notebook);
+    let started = std::time::Instant::now();
+    let base = index_peak_rss_kib(&env, &small);
+    let peak = index_peak_rss_kib(&env, &heavy);
+    assert!(started.elapsed() < HANG_GUARD);
+    let size_kib = notebook.len() as u64 / 1024;
+    assert!(
+        peak < base + 2 * size_kib,
+        "indexing a {size_kib} KiB notebook peaked at {peak} KiB, a small one at {base} KiB"
+    );
+    let mut hits = hit_paths(&env.engine(), &heavy, "aardwolf burrow 119");
+    hits.dedup();
+    assert_eq!(hits, ["heavy.ipynb"]);
+    let doc = env.engine().get_file(&heavy, &FileRequest::new("heavy.ipynb", None)).expect("get");
+    assert!(
+        doc.text.starts_with("# %%\nplot_burrows(0)\n# aardwolf burrow 0\n\n# %%\nplot_burrows(1)\n"),
+        "{}",
+        doc.text.chars().take(200).collect::<String>()
+    );
+    assert!(!doc.text.contains("values") && !doc.text.contains("Figure"), "outputs are left out");
+}

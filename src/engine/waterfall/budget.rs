@@ -274,6 +274,10 @@ pub struct Fitted {
 /// The share of the context part a turn's web passages may reserve ahead of the other slots.
 pub const WEB_RESERVE_PCT: u32 = 30;
 
+/// The share of the context part the conversation's latest exchange may reserve ahead of the
+/// diff and the repo (see [`reserves`]).
+pub const HISTORY_RESERVE_PCT: u32 = 25;
+
 /// The slots that share the context share, in priority order.
 pub const CONTEXT_SLOTS: [Slot; 5] = [Slot::Diff, Slot::Repo, Slot::History, Slot::Library, Slot::Web];
 
@@ -327,16 +331,13 @@ pub fn fit(
     fill(Slot::Map, plan.map, false, &mut remaining, &mut by_slot, &mut out);
     let memory_cap = plan.memory + plan.system.saturating_sub(mandatory);
     fill(Slot::Memory, memory_cap, false, &mut remaining, &mut by_slot, &mut out);
-    // Web passages exist only when the local answer was weak or the web was asked for: up to
-    // [`WEB_RESERVE_PCT`] of what is left is kept for them, so the repo's hits (which come
-    // first) cannot crowd out what the web tier was run to find.
-    let web_need: u32 =
-        by_slot.get(&Slot::Web).map(|v| section_cost(Slot::Web) + v.iter().map(|(_, c)| c).sum::<u32>()).unwrap_or(0);
-    let reserve = web_need.min(remaining * WEB_RESERVE_PCT / 100);
-    remaining -= reserve;
+    let (web_reserve, history_reserve) = reserves(&by_slot, remaining, section_cost);
+    remaining -= web_reserve + history_reserve;
     for slot in CONTEXT_SLOTS {
-        if slot == Slot::Web {
-            remaining += reserve;
+        match slot {
+            Slot::History => remaining += history_reserve,
+            Slot::Web => remaining += web_reserve,
+            _ => {}
         }
         // History is kept as the latest unbroken stretch of the conversation: an older message
         // that fits after a newer one did not would leave a question without its answer.
@@ -344,6 +345,37 @@ pub fn fit(
     }
     out.slots.push(SlotTrace { slot: Slot::Generation, allotted: plan.generation, used: 0, items: 0, dropped: 0 });
     Ok(out)
+}
+
+/// What the web and history slots keep of `remaining` before the diff and the repo fill it.
+///
+/// Web passages exist only when the local answer was weak or the web was asked for: up to
+/// [`WEB_RESERVE_PCT`] of what is left is kept for them, so the repo's hits (which come first)
+/// cannot crowd out what the web tier was run to find. The conversation's latest exchange
+/// (the newest messages back to the newest question, with their heading) keeps up to
+/// [`HISTORY_RESERVE_PCT`]: a follow-up ("and who calls it?") means nothing without it, and
+/// a repository's hits used to fill the whole context part, so every follow-up in a session
+/// went to the model without the conversation (tour28 F2).
+fn reserves(
+    by_slot: &HashMap<Slot, Vec<(Piece, u32)>>,
+    remaining: u32,
+    section_cost: &dyn Fn(Slot) -> u32,
+) -> (u32, u32) {
+    let need = |slot: Slot, costs: &mut dyn Iterator<Item = u32>| {
+        let sum: u32 = costs.sum();
+        if sum == 0 {
+            0
+        } else {
+            sum + section_cost(slot)
+        }
+    };
+    let web = by_slot.get(&Slot::Web).map_or(0, |v| need(Slot::Web, &mut v.iter().map(|(_, c)| *c)));
+    let history = by_slot.get(&Slot::History).map_or(0, |v| {
+        // Newest first: the answers after the newest question, and that question.
+        let answers = v.iter().take_while(|(p, _)| is_answer(p)).count();
+        need(Slot::History, &mut v.iter().take(answers + 1).map(|(_, c)| *c))
+    });
+    (web.min(remaining * WEB_RESERVE_PCT / 100), history.min(remaining * HISTORY_RESERVE_PCT / 100))
 }
 
 /// Fills one slot from its pieces within `min(cap, remaining)`; returns the tokens used. With
