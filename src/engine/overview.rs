@@ -135,6 +135,22 @@ impl Engine {
     }
 }
 
+/// An index no run finished counting: a first run killed after its first commit (the registry
+/// counts a run when it ends) was listed `0 files · 0 chunks · never` beside a searchable index
+/// `docdex status` counted. Its counts come from the manifest's summary (cached, cheap), its
+/// time from the manifest's last write.
+fn count_uncounted(repo: &RepoRef, o: &mut RepoOverview) {
+    let manifest = repo.manifest_path();
+    let summary = crate::engine::index::manifest::Summary::load(&manifest);
+    o.files = summary.files;
+    o.chunks = summary.chunks;
+    o.last_indexed_ms = std::fs::metadata(&manifest)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as u64);
+}
+
 fn overview(repo: &RepoRef, record: Option<&RepoRecord>, exists: bool) -> RepoOverview {
     let indexed = repo.index_dir().join("meta.json").exists() && repo.manifest_path().exists();
     let live = StatusData::read(&repo.status_path());
@@ -155,6 +171,9 @@ fn overview(repo: &RepoRef, record: Option<&RepoRecord>, exists: bool) -> RepoOv
         last_error: None,
         first_run: None,
     };
+    if indexed && o.last_indexed_ms.is_none() {
+        count_uncounted(repo, &mut o);
+    }
     if let Some((d, interrupted)) = live {
         o.first_run = first_run(&d, interrupted).filter(|_| !indexed);
         o.last_event = d.last_event.clone();

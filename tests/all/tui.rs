@@ -1714,3 +1714,34 @@ fn a_long_citation_keeps_its_file_name_and_lines() {
         assert!(shows(&s, "… (in context)"), "{s}");
     }
 }
+
+/// tour29 F5: a first index run killed after its first commit (the workbench quit, or the
+/// process killed, while a large repository was parsing) leaves a searchable index whose
+/// registry record was never counted (it is written when a run ends). The Repos pane listed it
+/// `ready · 0 files · 0 chunks · never` while `docdex status` said 3,380 files and search found
+/// them. The overview counts such an index from its manifest.
+#[test]
+fn a_first_index_killed_after_its_commit_is_listed_with_its_files() {
+    let mut h = Harness::new().started();
+    let repo = h.repo.clone();
+    let files = h.engine.status(&repo).expect("status").documents;
+    assert!(files > 0);
+    // The registry as the killed run left it: registered at its start, never counted.
+    let registry = h.env.home().join("state/registry.json");
+    let mut reg: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&registry).unwrap()).unwrap();
+    for r in reg["repos"].as_array_mut().unwrap() {
+        r["last_indexed_ms"] = serde_json::Value::Null;
+        r["files"] = 0.into();
+        r["chunks"] = 0.into();
+    }
+    std::fs::write(&registry, reg.to_string()).expect("registry");
+    let rows = h.engine.repo_overviews(Some(&repo)).expect("overviews");
+    let row = rows.iter().find(|r| r.path == repo).expect("listed");
+    assert_eq!(row.files, files, "counted from the index: {row:?}");
+    assert!(row.chunks > 0, "{row:?}");
+    h.engine_event(EngineEvent::Repos(Ok(rows)));
+    h.alt('1');
+    let s = h.screen(120, 40);
+    let line = s.lines().find(|l| l.contains("ready") && l.contains("fixture")).expect("listed");
+    assert!(!line.contains(" 0 ") && !line.contains("never"), "{line}");
+}
