@@ -137,3 +137,38 @@ echo "=== freed"; "$DOCDEX" memory list --repo "$R" 2>&1; echo "exit=$?"
     assert!(!list2.contains("another"), "{list2}");
     assert!(section(&out, "freed").contains("kept through a full disk"), "{out}");
 }
+
+/// On a full disk a recall whose memories have no vector yet cannot store theirs (the store is
+/// read from its file alone): it answers by matching words and says the disk is full, not that
+/// no embedder answered (the embedder did, for the query).
+#[test]
+fn a_recall_on_a_full_disk_says_why_it_matched_words() {
+    use crate::util::llm_config;
+    use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+    let server = FakeOllama::start(FakeOllamaOptions::default()).expect("fake");
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "notes.md", "the notes\n");
+    let script = format!(
+        r#"R={repo}
+cat > "$HOME_DIR/config.toml" <<'CFG'
+{unreachable}
+CFG
+"$DOCDEX" index --repo "$R" --quiet >/dev/null 2>&1
+"$DOCDEX" memory store --repo "$R" "kept through a full disk" >/dev/null 2>&1
+cat > "$HOME_DIR/config.toml" <<'CFG'
+{fake}
+CFG
+dd if=/dev/zero of="$HOME_DIR/filler" bs=1k 2>/dev/null
+echo "=== recall"; "$DOCDEX" memory recall --repo "$R" "full disk" 2>&1; echo "exit=$?"
+"#,
+        repo = repo.display(),
+        unreachable = llm_config("ollama", "http://127.0.0.1:9", "fake-chat", "fake-embed"),
+        fake = llm_config("ollama", &server.url(), "fake-chat", "fake-embed"),
+    );
+    let Some(out) = with_small_disk(&env, 1024, &script) else { return };
+    let recall = section(&out, "recall");
+    assert!(recall.contains("exit=0") && recall.contains("kept through a full disk"), "{recall}");
+    assert!(recall.contains("the disk holding the memories is full"), "{recall}");
+    assert!(!recall.contains("no embedder answered"), "{recall}");
+}
