@@ -558,6 +558,32 @@ fn a_cursor_used_after_the_index_changed_says_the_page_may_repeat_or_miss_hits()
     assert!(next.note.is_none(), "{:?}", next.note);
 }
 
+/// Syntax other search tools read (`lang:python`, `path:src`, `-word`, `*.ts`) is searched as
+/// words; the answer is the same, and its note says what was not interpreted and what to pass
+/// instead (tour30 F6: `lang:python parse` returned Rust and TypeScript hits without a word).
+#[test]
+fn query_syntax_docdex_does_not_read_is_named_in_the_note() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", sample_repo);
+    let e = env.engine();
+    let ask = |q: &str| e.search(&repo, &SearchRequest { query: q.into(), ..Default::default() }).expect("search");
+    let r = ask("lang:python parse config");
+    let note = r.note.clone().unwrap_or_default();
+    assert!(note.contains("`lang:python` is not a filter") && note.contains("--lang"), "{note}");
+    let ids =
+        |r: &docdex::engine::protocol::SearchResponse| r.results.iter().map(|h| h.chunk_id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&r), ids(&ask("lang python parse config")), "the search itself is unchanged");
+    let note = ask("path:src session -store").note.unwrap_or_default();
+    assert!(
+        note.contains("`path:src`") && note.contains("--path") && note.contains("`-store` does not exclude"),
+        "{note}"
+    );
+    assert!(ask("web/*.ts user").note.unwrap_or_default().contains("not expanded"));
+    for plain in ["session store", "SessionStore::new", "re-index the x-ray"] {
+        assert_eq!(ask(plain).note, None, "{plain}");
+    }
+}
+
 #[test]
 fn snippets_show_matching_lines_with_highlights() {
     let env = Env::new();

@@ -187,7 +187,7 @@ impl RepoSearcher {
                 embed_ms: None,
                 notice: None,
             },
-            note: window.moved_note(generation),
+            note: window.moved_note(generation).or_else(|| super::syntax::note(&req.query)),
             ..super::empty_response(repo, req, state, generation)
         };
         if offset + page.len() < ranked.len() {

@@ -13,6 +13,7 @@ pub mod import_prior;
 pub mod query;
 pub mod snippet;
 pub mod symbol_rank;
+pub mod syntax;
 pub mod types;
 
 use crate::config::SearchConfig;
@@ -225,7 +226,7 @@ impl RepoSearcher {
         let plan = QueryPlan::of(&req.query);
         let terms = plan.term_list();
         let mut resp = empty_response(repo, req, state, generation);
-        resp.note = window.moved_note(generation);
+        resp.note = window.moved_note(generation).or_else(|| syntax::note(&req.query));
         if plan.is_empty() {
             if !req.query.trim().is_empty() {
                 resp.note = Some(no_terms_note(&req.query));
