@@ -46,6 +46,21 @@ pub use super::head_errors::{MAX_HEADERS, MAX_HEADER_BYTES};
 const HYPER_MAX_HEADERS: usize = 512;
 /// The most connections whatever the descriptor limit.
 const MAX_CONNECTIONS: usize = 4096;
+/// HTTP/2's bound on a request's header list (names, values and 32 bytes a field, as RFC 7541
+/// counts them): room for every head within [`MAX_HEADER_BYTES`] and [`MAX_HEADERS`], so HTTP/2
+/// serves the heads HTTP/1.1 does and answers larger ones with the same `431
+/// headers_too_large`. hyper's default, 16 KiB, answered a 20 KB head with a bare `431` (no
+/// body) and a 70 KB one with the connection's end, no answer at all.
+const H2_MAX_HEADER_LIST: u32 = (MAX_HEADER_BYTES + 32 * 1024) as u32;
+/// HTTP/2 streams at once on a connection (hyper's default, stated so it cannot change
+/// unseen): each holds a request, so this times the connection cap bounds them.
+const H2_MAX_STREAMS: u32 = 200;
+/// Streams a client may reset before the server has taken them (h2's default): past it the
+/// connection ends with `GOAWAY ENHANCE_YOUR_CALM` (rapid reset, CVE-2023-44487).
+const H2_MAX_PENDING_RESETS: usize = 20;
+/// Streams the server may reset for a client's errors (hyper's default) before it ends the
+/// connection (a client making it reset streams in a loop, CVE-2025-8671).
+const H2_MAX_LOCAL_RESETS: usize = 1024;
 
 /// How many connections, and how long one may wait before sending a request.
 #[derive(Debug, Clone, Copy)]
@@ -250,7 +265,7 @@ async fn take_permit(permits: &Arc<Semaphore>, registry: &Registry, max: usize) 
     }
 }
 
-/// HTTP/1 with the head timeout and field cap, HTTP/2 with keep-alive pings.
+/// HTTP/1 with the head timeout and field cap, HTTP/2 with keep-alive pings and its bounds.
 fn connection_builder(limits: Limits) -> Builder<TokioExecutor> {
     let mut builder = Builder::new(TokioExecutor::new());
     builder
@@ -262,7 +277,11 @@ fn connection_builder(limits: Limits) -> Builder<TokioExecutor> {
         .http2()
         .timer(TokioTimer::new())
         .keep_alive_interval(Some(Duration::from_secs(20)))
-        .keep_alive_timeout(Duration::from_secs(10));
+        .keep_alive_timeout(Duration::from_secs(10))
+        .max_header_list_size(H2_MAX_HEADER_LIST)
+        .max_concurrent_streams(H2_MAX_STREAMS)
+        .max_pending_accept_reset_streams(H2_MAX_PENDING_RESETS)
+        .max_local_error_reset_streams(H2_MAX_LOCAL_RESETS);
     builder
 }
 

@@ -548,3 +548,77 @@ fn an_http2_client_that_grants_no_window_is_dropped_after_30_s() {
     assert_eq!((answers, data), (3, 0), "three heads and no body with no window");
     assert!(took >= Duration::from_secs(29) && took < Duration::from_secs(50), "closed after {took:?}");
 }
+
+/// HPACK's integer with a `prefix`-bit prefix (RFC 7541 5.1), its first byte's high bits `flags`.
+fn hpack_int(flags: u8, prefix: u32, mut value: usize) -> Vec<u8> {
+    let max = (1usize << prefix) - 1;
+    if value < max {
+        return vec![flags | value as u8];
+    }
+    let mut out = vec![flags | max as u8];
+    value -= max;
+    while value >= 128 {
+        out.push((value % 128) as u8 | 0x80);
+        value /= 128;
+    }
+    out.push(value as u8);
+    out
+}
+
+/// `GET /healthz` on `stream` with one more header field of `value_len` bytes, as a HEADERS
+/// frame and the CONTINUATION frames its block needs (16 KiB each, the server's frame size).
+fn h2_get_with_big_header(stream: u32, value_len: usize) -> Vec<u8> {
+    let mut block = [&[0x82u8, 0x86, 0x04, 8][..], b"/healthz", &[0x01, 9], b"127.0.0.1"].concat();
+    block.push(0x00); // a literal field, its name given, not indexed
+    block.extend(hpack_int(0, 7, 5));
+    block.extend(b"x-big");
+    block.extend(hpack_int(0, 7, value_len));
+    block.extend(std::iter::repeat_n(b'v', value_len));
+    let pieces: Vec<&[u8]> = block.chunks(16_384).collect();
+    let mut out = Vec::new();
+    for (i, piece) in pieces.iter().enumerate() {
+        let end_headers = if i + 1 == pieces.len() { 0x4 } else { 0 };
+        let (kind, end_stream) = if i == 0 { (1, 0x1) } else { (9, 0) };
+        out.extend(h2_frame(kind, end_stream | end_headers, stream, piece));
+    }
+    out
+}
+
+/// The body of the answer on a fresh HTTP/2 connection to `frames`, or why there was none.
+fn h2_answer(addr: &str, frames: &[u8]) -> Result<String, String> {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend(h2_frame(4, 0, 0, &[]));
+    out.extend(frames);
+    s.write_all(&out).unwrap();
+    let mut body = Vec::new();
+    while let Some((kind, flags, payload)) = read_h2_frame(&mut s) {
+        match kind {
+            0 if flags & 1 == 1 => return Ok(String::from_utf8_lossy(&[body, payload].concat()).to_string()),
+            0 => body.extend(payload),
+            1 if flags & 1 == 1 => return Err("an answer with no body".to_string()),
+            3 => return Err(format!("the stream was reset: {payload:?}")),
+            7 => return Err(format!("the connection ended: GOAWAY {payload:?}")),
+            _ => {}
+        }
+    }
+    Err("the connection closed without an answer".to_string())
+}
+
+#[test]
+fn http2_serves_the_heads_http1_does_and_answers_larger_ones_431_in_the_contract() {
+    let env = Env::new();
+    let repo = indexed_repo(&env);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    // A 20 KB field: within docdex's 64 KiB head, served on HTTP/1.1; HTTP/2 (hyper's 16 KiB
+    // header list) answered a bare 431 with no body.
+    let small = h2_answer(&server.addr, &h2_get_with_big_header(1, 20_000));
+    assert!(small.as_ref().is_ok_and(|b| b.contains("\"status\":\"ok\"")), "{small:?}");
+    // A 70 KB field: past docdex's limit, so 431 naming it, as on HTTP/1.1; HTTP/2 ended the
+    // connection with no answer at all.
+    let large = h2_answer(&server.addr, &h2_get_with_big_header(1, 70_000));
+    let large = large.unwrap_or_else(|why| panic!("no answer to a 70 KB head: {why}"));
+    assert!(large.contains("\"code\":\"headers_too_large\"") && large.contains("65536"), "{large}");
+}
