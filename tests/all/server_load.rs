@@ -622,3 +622,56 @@ fn http2_serves_the_heads_http1_does_and_answers_larger_ones_431_in_the_contract
     let large = large.unwrap_or_else(|why| panic!("no answer to a 70 KB head: {why}"));
     assert!(large.contains("\"code\":\"headers_too_large\"") && large.contains("65536"), "{large}");
 }
+
+#[test]
+fn an_http2_client_reading_a_large_answer_slowly_gets_all_of_it() {
+    use std::io::Write;
+    let env = Env::new();
+    let repo = indexed_repo(&env);
+    let line = "a line of a large file that an HTTP/2 client reads slowly but steadily\n";
+    crate::util::write(&repo, "data/large.txt", line.repeat(3_000_000 / line.len()));
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let mut s = std::net::TcpStream::connect(&server.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend(h2_frame(4, 0, 0, &[]));
+    let path = b"/v1/open?path=data/large.txt";
+    let block = [&[0x82u8, 0x86, 0x04, path.len() as u8][..], path, &[0x01, 9], b"127.0.0.1"].concat();
+    out.extend(h2_frame(1, 0x5, 1, &block));
+    s.write_all(&out).unwrap();
+    let started = Instant::now();
+    let mut body = Vec::new();
+    // About 150 KB/s, granting the window back as it is read: the whole 3 MB answer was handed
+    // to HTTP/2 at once, the request counted as done, and the idle close 10 s later cut it
+    // (at 1 MB of 4.4 MB for a client at 100 KB/s).
+    loop {
+        let Some((kind, flags, payload)) = read_h2_frame(&mut s) else {
+            panic!("the connection closed after {} bytes and {:?}", body.len(), started.elapsed())
+        };
+        match kind {
+            0 => {
+                std::thread::sleep(Duration::from_micros(payload.len() as u64 * 1_000_000 / 150_000));
+                let grant = (payload.len() as u32).to_be_bytes();
+                if !payload.is_empty() {
+                    s.write_all(&[h2_frame(8, 0, 0, &grant), h2_frame(8, 0, 1, &grant)].concat()).unwrap();
+                }
+                body.extend(payload);
+                if flags & 1 == 1 {
+                    break;
+                }
+            }
+            4 if flags & 1 == 0 => s.write_all(&h2_frame(4, 1, 0, &[])).unwrap(),
+            6 if flags & 1 == 0 => s.write_all(&h2_frame(6, 1, 0, &payload)).unwrap(),
+            3 | 7 => panic!("reset or GOAWAY after {} bytes: {payload:?}", body.len()),
+            _ => {}
+        }
+    }
+    let v: Value = serde_json::from_slice(&body).expect("the whole answer, as JSON");
+    assert!(
+        v["text"].as_str().is_some_and(|c| c.len() >= 2_900_000),
+        "{}",
+        v.to_string().chars().take(200).collect::<String>()
+    );
+    assert!(started.elapsed() > Duration::from_secs(12), "read in {:?}: not slow enough to test", started.elapsed());
+}
