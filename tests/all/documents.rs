@@ -1517,3 +1517,63 @@ fn a_notebook_of_large_outputs_is_read_in_memory_near_its_size() {
     );
     assert!(!doc.text.contains("values") && !doc.text.contains("Figure"), "outputs are left out");
 }
+
+/// A one-page PDF (page 3, saying `text`) whose page-tree root (object 2) lists `root_kids`,
+/// with node 6 (`/Kids [node_kids]`) beside it.
+fn kids_pdf(text: &str, root_kids: &str, node_kids: &str) -> Vec<u8> {
+    let content = format!("BT /F1 12 Tf 72 712 Td ({text}) Tj ET");
+    raw_pdf(&[
+        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
+        format!("<< /Type /Pages /Kids [{root_kids}] /Count 1 >>"),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>"
+            .to_string(),
+        format!("<< /Length {} >>\nstream\n{content}\nendstream", content.len()),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_string(),
+        format!("<< /Type /Pages /Kids [{node_kids}] /Count 1 /Parent 2 0 R >>"),
+    ])
+}
+
+/// A page list (`/Kids`) naming the node holding it made lopdf's page walk go round the loop
+/// until its step limit and list no page: a file whose real page sat beside the loop was
+/// `corrupt PDF (no pages)` (tour25 F5). The loop is cut where it closes: the pages outside it
+/// are read and the run's warnings name the loop; a tree that is nothing but the loop says so.
+#[test]
+fn a_pdf_whose_page_list_loops_is_read_to_its_reachable_pages_and_the_loop_named() {
+    let env = Env::new();
+    let repo = env.repo("kids");
+    write(&repo, "self.pdf", kids_pdf("Sanderling self", "2 0 R 3 0 R", ""));
+    write(&repo, "round.pdf", kids_pdf("Turnstone round", "6 0 R", "2 0 R 3 0 R"));
+    write(&repo, "only.pdf", kids_pdf("Knot only", "2 0 R", ""));
+    write(&repo, "shared.pdf", kids_pdf("Phalarope shared", "6 0 R 6 0 R", "3 0 R"));
+    let started = std::time::Instant::now();
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    assert!(started.elapsed() < HANG_GUARD);
+    let note = |p: &str| summary.skipped.iter().find(|s| s.path == p).map(|s| s.reason.clone());
+    assert_eq!(note("self.pdf"), None, "{:?}", summary.skipped);
+    assert_eq!(note("round.pdf"), None);
+    assert_eq!(
+        note("only.pdf").as_deref(),
+        Some(
+            "corrupt PDF (its page tree loops: the page list (/Kids) of object 2 lists object 2 itself, and no page is outside the loop)"
+        )
+    );
+    let repaired =
+        "the 1 page outside the loop is read (the file is malformed: re-saving it, or printing it to PDF, repairs it)";
+    let warned = |w: String| summary.warnings.contains(&w);
+    assert!(
+        warned(format!(
+            "self.pdf: its page tree loops: the page list (/Kids) of object 2 lists object 2 itself; {repaired}"
+        )),
+        "{:?}",
+        summary.warnings
+    );
+    assert!(warned(format!(
+        "round.pdf: its page tree loops: the page list (/Kids) of object 6 lists object 2, which holds it; {repaired}"
+    )));
+    assert!(summary.warnings.iter().all(|w| !w.starts_with("shared.pdf")), "a node listed twice is no loop");
+    for (query, file) in [("sanderling", "self.pdf"), ("turnstone", "round.pdf"), ("phalarope", "shared.pdf")] {
+        let mut hits = hit_paths(&env.engine(), &repo, query);
+        hits.dedup();
+        assert_eq!(hits, [file], "{query}");
+    }
+}

@@ -954,7 +954,7 @@ impl IndexSession {
             Ok(file) => file,
             Err(outcome) => return *outcome,
         };
-        let ReadFile { text, lang, pages, hash } = file;
+        let ReadFile { text, lang, pages, hash, notes } = file;
         let style = files::chunk_style(lang);
         let parses = self.parses(&c.rel, lang);
         let code = match Lang::from_index_lang(lang) {
@@ -1008,6 +1008,7 @@ impl IndexSession {
                 extractor: if extract::Format::of(&c.rel).is_some() { extract::EXTRACTOR_VERSION } else { 0 },
             },
             code,
+            notes,
         }
     }
 
@@ -1041,7 +1042,8 @@ impl IndexSession {
             if self.unchanged(&c.rel, hash) {
                 return Err(touched());
             }
-            return Ok(ReadFile { text, lang: files::language(Path::new(&c.rel)), pages: Vec::new(), hash });
+            let lang = files::language(Path::new(&c.rel));
+            return Ok(ReadFile { text, lang, pages: Vec::new(), hash, notes: Vec::new() });
         };
         // The extract step: a document's text, hashed, chunked and kept for snippets.
         let doc = extract::extract(fmt, &bytes).map_err(|refusal| skipped(refusal.note(fmt)))?;
@@ -1052,7 +1054,7 @@ impl IndexSession {
         if let Err(e) = extract::store(&self.repo.data_dir(), &c.rel, &doc) {
             return Err(Box::new(Outcome::Error(format!("keeping the extracted text: {e}"))));
         }
-        Ok(ReadFile { text: doc.text, lang: fmt.lang(), pages: doc.pages, hash })
+        Ok(ReadFile { text: doc.text, lang: fmt.lang(), pages: doc.pages, hash, notes: doc.notes })
     }
 
     /// Whether the code pass parses `rel`: a language it knows, in the repository itself
@@ -1116,7 +1118,9 @@ impl IndexSession {
             }
         }
         match o {
-            Outcome::Indexed { entry, code } => {
+            Outcome::Indexed { entry, code, notes } => {
+                // A document read in part says so with the run that read it.
+                s.warnings.extend(notes.iter().map(|n| format!("{rel}: {n}")));
                 if let (Some(r), Some(pass)) = (code, self.code_mut()) {
                     if let Err(e) = pass.record(&rel, entry.hash, &r, false) {
                         tracing::warn!("symbol store: {e}");
@@ -1475,6 +1479,8 @@ struct ReadFile {
     /// Where each page starts (documents with pages), else empty.
     pages: Vec<u32>,
     hash: u64,
+    /// What extraction says of a document read in part ([`extract::Extracted::notes`]).
+    notes: Vec<String>,
 }
 
 /// What every chunk of one file shares in the index: [`FileDocs::chunk`] makes a chunk's document.
@@ -1522,7 +1528,7 @@ impl FileDocs<'_> {
 /// What became of one file. `Vanished`: gone between the walk and the read (deleted or renamed
 /// meanwhile), no error; the next walk sees what took its place.
 enum Outcome {
-    Indexed { entry: FileEntry, code: Option<CodeResult> },
+    Indexed { entry: FileEntry, code: Option<CodeResult>, notes: Vec<String> },
     Touched { size: u64, mtime_ns: i64 },
     Skipped { reason: String, size: u64, mtime_ns: i64 },
     Error(String),

@@ -20,6 +20,7 @@ mod pdf_load;
 mod pdf_scan;
 mod pdf_table;
 mod pdf_text;
+mod pdf_tree;
 mod pdf_work;
 mod sniff;
 
@@ -89,6 +90,10 @@ pub struct Extracted {
     /// otherwise.
     #[serde(default)]
     pub pages: Vec<u32>,
+    /// What a reader should know of a document read only in part (a PDF page tree that
+    /// loops: the pages outside the loop were read): reported with the index run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Extracted {
@@ -282,7 +287,7 @@ mod tests {
         assert_eq!(Format::of("docs/analysis.ipynb"), Some(Format::Notebook));
         assert_eq!(Format::of("src/main.rs"), None);
         assert_eq!(Format::of("Makefile"), None);
-        let doc = Extracted { text: "a\nb\nc\nd\ne\n".into(), pages: vec![1, 3, 5] };
+        let doc = Extracted { text: "a\nb\nc\nd\ne\n".into(), pages: vec![1, 3, 5], ..Extracted::default() };
         assert_eq!(doc.page_of(1), Some(1));
         assert_eq!(doc.page_of(2), Some(1));
         assert_eq!(doc.page_of(3), Some(2));

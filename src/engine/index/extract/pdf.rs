@@ -3,39 +3,44 @@
 //! each page recorded so hits carry page ranges and `docdex get --page N` finds a page.
 
 use super::pdf_bound::{check_inflation, drop_images};
+use super::pdf_tree::{flatten, reachable_pages};
 use super::{tidy_lines, Extracted, Refusal};
 use pdf_extract::Document;
 
 /// Pages beyond this many are not read (a 10 MB file can hold tens of thousands).
 const MAX_PAGES: u32 = 5_000;
 
-/// The pages extraction reads (at most [`MAX_PAGES`]), the page tree cut to them.
-fn pages_to_read(doc: &mut Document) -> Result<std::collections::BTreeMap<u32, pdf_extract::ObjectId>, Refusal> {
+/// The pages extraction reads (at most [`MAX_PAGES`]), the page tree cut to them, and a note
+/// naming the loop when the page tree loops (its pages outside the loop are read).
+fn pages_to_read(
+    doc: &mut Document,
+) -> Result<(std::collections::BTreeMap<u32, pdf_extract::ObjectId>, Option<String>), Refusal> {
+    let (reachable, looped) = reachable_pages(doc);
+    if let Some(tree_loop) = looped {
+        if reachable.is_empty() {
+            return Err(Refusal::Corrupt(format!("{}, and no page is outside the loop", tree_loop.words())));
+        }
+        flatten(doc, reachable.iter().copied().take(MAX_PAGES as usize));
+        let n = reachable.len().min(MAX_PAGES as usize);
+        let note = format!(
+            "{}; the {n} page{} outside the loop {} read (the file is malformed: re-saving it, or printing it to PDF, repairs it)",
+            tree_loop.words(),
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "is" } else { "are" },
+        );
+        return Ok((doc.get_pages(), Some(note)));
+    }
     let pages = doc.get_pages();
     if pages.is_empty() {
         return Err(Refusal::Corrupt("no pages".into()));
     }
     if pages.len() <= MAX_PAGES as usize {
-        return Ok(pages);
+        return Ok((pages, None));
     }
-    keep_first_pages(doc, &pages);
-    Ok(doc.get_pages())
-}
-
-/// Points the catalog at a flat page tree of the first [`MAX_PAGES`] pages: pdf-extract walks
-/// the whole tree again for every page it reads, so 40,000 pages (a 3.5 MB file) took over a
-/// minute for the 5,000 read. Pages keep their parents, so what they inherit is unchanged.
-fn keep_first_pages(doc: &mut Document, pages: &std::collections::BTreeMap<u32, pdf_extract::ObjectId>) {
-    use pdf_extract::{Dictionary, Object};
-    let kids: Vec<Object> = pages.values().take(MAX_PAGES as usize).map(|id| Object::Reference(*id)).collect();
-    let mut tree = Dictionary::new();
-    tree.set("Type", Object::Name(b"Pages".to_vec()));
-    tree.set("Count", Object::Integer(kids.len() as i64));
-    tree.set("Kids", Object::Array(kids));
-    let id = doc.add_object(tree);
-    if let Ok(catalog) = doc.catalog_mut() {
-        catalog.set("Pages", Object::Reference(id));
-    }
+    // pdf-extract walks the whole tree again for every page it reads, so 40,000 pages (a
+    // 3.5 MB file) took over a minute for the 5,000 read: it walks only the pages read.
+    flatten(doc, pages.values().copied().take(MAX_PAGES as usize));
+    Ok((doc.get_pages(), None))
 }
 
 /// The most `/Parent` links followed up from a page: a balanced tree of a million pages is
@@ -100,13 +105,13 @@ pub(super) fn extract(bytes: &[u8]) -> Result<Extracted, Refusal> {
     if (doc.is_encrypted() || doc.trailer.get(b"Encrypt").is_ok()) && !doc.was_encrypted() {
         return Err(Refusal::Encrypted);
     }
-    let pages = pages_to_read(&mut doc)?;
+    let (pages, note) = pages_to_read(&mut doc)?;
     cut_parent_loops(&mut doc, &pages);
     default_media_box(&mut doc, &pages);
     drop_images(&mut doc);
     let sizes = check_inflation(&doc, &pages)?;
     super::pdf_work::check_work(&doc, &pages, &sizes, MAX_PAGES as usize)?;
-    let mut out = Extracted::default();
+    let mut out = Extracted { notes: note.into_iter().collect(), ..Extracted::default() };
     let mut lines = 0u32;
     let mut failed = 0usize;
     for (&number, _) in pages.iter().take(MAX_PAGES as usize) {
@@ -156,7 +161,8 @@ mod tests {
         catalog.set("Pages", pdf_extract::Object::Reference(tree));
         let root = doc.add_object(catalog);
         doc.trailer.set("Root", pdf_extract::Object::Reference(root));
-        let read = pages_to_read(&mut doc).unwrap();
+        let (read, note) = pages_to_read(&mut doc).unwrap();
+        assert_eq!(note, None);
         assert_eq!(read.len(), MAX_PAGES as usize);
         assert_eq!(doc.get_pages().len(), MAX_PAGES as usize, "what pdf-extract walks per page");
         let last = doc.get_dictionary(read[&MAX_PAGES]).unwrap();
