@@ -99,6 +99,10 @@ pub struct FakeOllamaOptions {
     /// `/api/tags` lists each model by `name` alone, as some Ollama-compatible servers do
     /// (no `modified_at`, `size`, `digest` or `details`).
     pub bare_tags: bool,
+    /// The prompt tokens a chat reports, in percent of `cl100k_base` (plus 4 per message):
+    /// 90 by default, as Llama 3 counts code; more for a model whose tokenizer counts a prompt
+    /// denser than the one its ratio was measured on.
+    pub prompt_count_percent: usize,
 }
 
 impl Default for FakeOllamaOptions {
@@ -124,6 +128,7 @@ impl Default for FakeOllamaOptions {
             v1_refuses_embedding_chat: None,
             embedding_models: Vec::new(),
             bare_tags: false,
+            prompt_count_percent: 90,
         }
     }
 }
@@ -512,13 +517,13 @@ fn pieces(answer: &str) -> Vec<String> {
 }
 
 /// The prompt tokens a chat reports, counted as a local model's tokenizer would: 90% of
-/// `cl100k_base` (Llama 3's counts code about that much lower) plus 4 per message, capped by
+/// `cl100k_base` (`prompt_count_percent`) (Llama 3's counts code about that much lower) plus 4 per message, capped by
 /// `prompt_tokens_seen`. Words were counted before: on code a third of a real count, which
 /// read as a server that cut the prompt.
 fn prompt_tokens(s: &Shared, messages: &[Value]) -> usize {
     let bpe = tiktoken_rs::cl100k_base_singleton();
     let raw: usize = messages.iter().map(|m| bpe.encode_ordinary(m["content"].as_str().unwrap_or("")).len() + 4).sum();
-    let count = (raw * 9).div_ceil(10);
+    let count = (raw * s.opts.prompt_count_percent).div_ceil(100);
     s.opts.prompt_tokens_seen.map_or(count, |cap| cap.min(count))
 }
 

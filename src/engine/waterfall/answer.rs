@@ -68,7 +68,8 @@ impl Turn<'_> {
             ));
         }
         let ratio_key = format!("{}|{}|{model}", provider.kind(), provider.base_url());
-        let counter = TokenCounter::for_model(&model, self.engine.token_ratios().get(&ratio_key))?;
+        let measured = self.engine.token_ratios().get(&ratio_key);
+        let counter = TokenCounter::for_model(&model, measured.map(budget::with_margin))?;
         let repo_name = self.repo.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let instructions = context::with_caller(context::instructions(&repo_name), self.req.instructions.as_deref());
         let mandatory = counter.count(&instructions) + counter.count(&self.req.query) + 2 * budget::MESSAGE_OVERHEAD;
