@@ -182,6 +182,8 @@ pub struct App {
     /// The chat turn the trace pane was last pointed at.
     trace_followed: Option<u64>,
     layout: Cell<Option<AppLayout>>,
+    /// The last frame was below [`layout::MIN_SIZE`]: only the size message is on the screen.
+    too_small: Cell<bool>,
     /// How far the help or message log drawn last can scroll, so a key past either end is
     /// not counted (after `end`, `up` scrolls back at once).
     overlay_max: Cell<usize>,
@@ -222,6 +224,7 @@ impl App {
             impact_followed: None,
             trace_followed: None,
             layout: Cell::new(None),
+            too_small: Cell::new(false),
             overlay_max: Cell::new(usize::MAX / 2),
         };
         app.requests.push(Request::LoadRepos { current: app.repo.clone() });
@@ -426,7 +429,12 @@ impl App {
         let AppEvent::Input(Event::Key(key)) = event else { return None };
         let KeyCode::Char(c) = key.code else { return None };
         let plain = !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
-        if key.kind == KeyEventKind::Release || !plain || c.is_control() || self.overlay.is_some() {
+        if key.kind == KeyEventKind::Release
+            || !plain
+            || c.is_control()
+            || self.overlay.is_some()
+            || self.too_small.get()
+        {
             return None;
         }
         let pane = self.pane(self.focus);
@@ -618,6 +626,12 @@ impl App {
     /// command of the pane goes to the pane's text field, so typing never runs away.
     fn on_key(&mut self, key: KeyEvent) {
         if key.kind == KeyEventKind::Release {
+            return;
+        }
+        if self.too_small.get() {
+            // Only the size message is drawn: a key would act on panes no one sees (`d` then
+            // `y` in Repos removed a repository, `q` `y` quit). `ctrl+c` still quits.
+            self.quit |= key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
             return;
         }
         self.dirty = true;
@@ -946,6 +960,9 @@ impl App {
     }
 
     fn on_paste(&mut self, text: &str) {
+        if self.too_small.get() {
+            return;
+        }
         self.dirty = true;
         if let Some(Overlay::Prompt { input, .. }) = self.overlay.as_mut() {
             input.insert_str(text);
@@ -1210,10 +1227,12 @@ impl App {
     pub fn render_buffer(&self, area: Rect, buf: &mut Buffer) -> Option<(u16, u16)> {
         let Some(l) = layout::layout(area) else {
             self.layout.set(None);
+            self.too_small.set(true);
             self.render_too_small(area, buf);
             return None;
         };
         self.layout.set(Some(l));
+        self.too_small.set(false);
         self.render_tabs(l.tabs, buf);
         let rc = RenderCtx {
             theme: &self.theme,
@@ -1235,7 +1254,10 @@ impl App {
     /// The whole screen's message when the terminal is below [`layout::MIN_SIZE`].
     fn render_too_small(&self, area: Rect, buf: &mut Buffer) {
         let (w, h) = layout::MIN_SIZE;
-        let msg = format!("docdex needs at least {w}x{h} (this is {}x{}); enlarge the window", area.width, area.height);
+        let msg = format!(
+            "docdex needs at least {w}x{h} (this is {}x{}); enlarge the window; keys wait for it (ctrl+c quits)",
+            area.width, area.height
+        );
         for (k, line) in widgets::wrap(&msg, area.width as usize).iter().take(area.height as usize).enumerate() {
             buf.set_stringn(area.x, area.y + k as u16, line, area.width as usize, self.theme.style(Slot::Warning));
         }

@@ -101,3 +101,29 @@ fn the_preview_title_names_the_hits_lines_and_the_files_length() {
     };
     assert!(shows(&s, &format!("src/parser.py{range} of 4 lines")), "{s}");
 }
+
+/// tour29 F6: below 40x10 only the size message is drawn, but keys still acted on the panes
+/// behind it: in Repos, `d` then `y` removed the repository from the registry with nothing on
+/// the screen but "enlarge the window". Keys and pastes wait for a size the workbench can
+/// draw; `ctrl+c` still quits.
+#[test]
+fn keys_do_nothing_while_the_terminal_is_too_small() {
+    use crossterm::event::{Event, KeyEvent, KeyModifiers};
+    use docdex::tui::event::AppEvent;
+    let mut h = Harness::new().started();
+    h.alt('1');
+    let s = h.screen(20, 6);
+    assert!(shows(&s, "keys wait") && shows(&s, "ctrl+c"), "{s}");
+    h.key(KeyCode::Char('d'));
+    h.key(KeyCode::Char('y'));
+    h.app.handle_all([AppEvent::Input(Event::Key(KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE)))]);
+    h.app.handle(AppEvent::Input(Event::Paste("pasted".into())));
+    h.pump();
+    assert!(h.engine.list_repos().expect("registry").iter().any(|r| r.path == h.repo), "still registered");
+    let s = h.screen(120, 40);
+    assert!(!shows(&s, "Remove") && !shows(&s, "Quit docdex?") && !shows(&s, "pasted"), "{s}");
+    assert!(!h.app.should_quit());
+    h.screen(20, 6);
+    h.ctrl('c');
+    assert!(h.app.should_quit(), "ctrl+c quits at any size");
+}
