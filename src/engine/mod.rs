@@ -571,6 +571,13 @@ impl Engine {
         if resp.note.is_none() {
             resp.note = search::page_note(req.limit);
         }
+        if resp.results.is_empty() && req.cursor.is_none() {
+            let filter = req.path_prefix.as_deref().and_then(|p| search::filter_note::unmatched(&repo, p));
+            resp.note = match (resp.note.take(), filter) {
+                (Some(a), Some(b)) => Some(format!("{b}; {a}")),
+                (a, b) => b.or(a),
+            };
+        }
         Ok(resp)
     }
 

@@ -584,6 +584,28 @@ fn query_syntax_docdex_does_not_read_is_named_in_the_note() {
     }
 }
 
+/// A path filter that matches no indexed file (a typo, another case) answers no hits with a
+/// note saying the filter matched nothing, and names a folder differing only in case (tour30
+/// F7: "no results" read as "no such code"). A filter that matches files but no hit stays quiet.
+#[test]
+fn a_path_filter_matching_no_file_says_so() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", sample_repo);
+    let e = env.engine();
+    let ask = |q: &str, p: &str| {
+        e.search(&repo, &SearchRequest { query: q.into(), path_prefix: Some(p.into()), ..Default::default() })
+            .expect("search")
+    };
+    let r = ask("session", "SRC/auth");
+    assert!(r.results.is_empty());
+    let note = r.note.unwrap_or_default();
+    assert!(note.contains("no indexed file is under \"SRC/auth\"") && note.contains("\"src/auth\""), "{note}");
+    let note = ask("session", "sr").note.unwrap_or_default();
+    assert!(note.contains("matches nothing") && !note.contains("did you mean"), "{note}");
+    assert_eq!(ask("zzzqqqxxyy", "src/").note, None, "files are under src/, just no hit");
+    assert!(!ask("session", "src/auth").results.is_empty());
+}
+
 #[test]
 fn snippets_show_matching_lines_with_highlights() {
     let env = Env::new();

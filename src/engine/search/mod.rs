@@ -8,6 +8,7 @@
 pub(crate) mod collect;
 pub mod file_bm25;
 pub mod file_rank;
+pub mod filter_note;
 pub mod hybrid;
 pub mod import_prior;
 pub mod query;
