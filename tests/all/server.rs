@@ -397,9 +397,10 @@ async fn streamable_http_mcp_errors_are_json_rpc() {
 }
 
 /// Live MCP sessions are capped (each `initialize` used to be kept 5 minutes, without limit): past
-/// the cap the least recently used session that never sent a request is ended (its id is then
-/// unknown, 404 -32001), sessions in use are never ended for a new one, and when every session
-/// is in use a new `initialize` is refused with 503, JSON-RPC -32000 saying why.
+/// the cap the least recently used session that never sent a request is ended once it is 5 s
+/// old (its id is then unknown, 404 -32001); younger ones and sessions in use are never ended for
+/// a new one, so a flood of bare `initialize`s past the cap is refused with 503, JSON-RPC -32000
+/// saying why, as is a new one when every session is in use.
 #[tokio::test]
 async fn mcp_sessions_are_capped_without_ending_sessions_in_use() {
     const CAP: usize = 128;
@@ -444,21 +445,32 @@ async fn mcp_sessions_are_capped_without_ending_sessions_in_use() {
         assert_eq!(list_status(id.clone()).await.0, 200);
     }
     let mut bare = Vec::new();
-    for _ in 0..CAP + 70 {
+    for _ in working.len()..CAP {
         bare.push(initialize().await);
+    }
+    // Past the cap, every session is in use or a few seconds old: the flood is refused.
+    for _ in 0..70 {
+        let r = post(&init).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 503);
+        let (_, v) = json_of(r).await;
+        assert!(v["error"]["message"].as_str().unwrap().contains("opened in the last 5 s"), "{v}");
     }
     assert_eq!(live().await, CAP);
     for id in &working {
         let (s, body) = list_status(id.clone()).await;
         assert!(s == 200 && body.contains("docdex_search"), "{s} {body}");
     }
+    // Once the bare sessions are past the grace, a new one ends the oldest of them.
+    tokio::time::sleep(Duration::from_millis(5_500)).await;
+    let newest = initialize().await;
     let (s, body) = list_status(bare[0].clone()).await;
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!((s, v["error"]["code"].as_i64()), (404, Some(-32001)), "{body}");
 
     // Every live session in use: a new one is refused, saying why; ending one makes room.
-    let survivors = &bare[bare.len() - (CAP - working.len())..];
-    for id in survivors {
+    let mut survivors = bare[1..].to_vec();
+    survivors.push(newest);
+    for id in &survivors {
         assert_eq!(list_status(id.clone()).await.0, 200);
     }
     let r = post(&init).send().await.unwrap();
