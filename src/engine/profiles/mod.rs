@@ -88,10 +88,10 @@ impl Engine {
         let pooled = self.profiles().readers.lock().ok().and_then(|mut r| r.pop());
         let conn = match pooled {
             Some(c) => c,
-            None => store::open(&self.profile_db_path())?,
+            None => store::open_read(&self.profile_db_path())?,
         };
         let out = f(&conn);
-        if let Ok(mut r) = self.profiles().readers.lock() {
+        if let (true, Ok(mut r)) = (store::poolable(&conn), self.profiles().readers.lock()) {
             if r.len() < IDLE_READERS {
                 r.push(conn);
             }
@@ -134,10 +134,10 @@ impl Engine {
         // process starting while another writes never waits for it.
         let path = self.profile_db_path();
         if path.exists() {
-            let conn = store::open(&path)?;
+            let conn = store::open_read(&path)?;
             // A database of an older docdex gets its new columns from the write below first.
             if store::meta(&conn, "seeded")?.is_some() && !store::needs_migration(&conn)? {
-                if let Ok(mut r) = self.profiles().readers.lock() {
+                if let (true, Ok(mut r)) = (store::poolable(&conn), self.profiles().readers.lock()) {
                     r.push(conn);
                 }
                 *ready = true;

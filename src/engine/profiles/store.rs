@@ -63,6 +63,22 @@ pub fn open(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
+/// A connection for reading `main.db`: [`open`], or on a full disk the file read alone
+/// ([`crate::engine::sqlite::open_for_reading`]: a WAL database needs room for its shared-memory
+/// file to be opened as usual). Such a connection is read-only: [`poolable`] says not to keep it,
+/// since it would not see later writes.
+pub fn open_read(path: &Path) -> Result<Connection> {
+    let conn = crate::engine::sqlite::open_for_reading(path)?;
+    conn.pragma_update(None, "foreign_keys", "ON").map_err(db_err(path))?;
+    Ok(conn)
+}
+
+/// Whether a reader may be kept for the next read: not one opened read-only from the file
+/// alone on a full disk ([`open_read`]).
+pub fn poolable(conn: &Connection) -> bool {
+    !conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(true)
+}
+
 /// The path a connection was opened on (for errors).
 fn path_of(conn: &Connection) -> PathBuf {
     conn.path().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("profiles/main.db"))

@@ -172,3 +172,31 @@ echo "=== recall"; "$DOCDEX" memory recall --repo "$R" "full disk" 2>&1; echo "e
     assert!(recall.contains("the disk holding the memories is full"), "{recall}");
     assert!(!recall.contains("no embedder answered"), "{recall}");
 }
+
+/// On a full disk `profile list` answers from the file alone, as `memory list` does (it failed
+/// with the disk-full message: its reader opened the WAL database the usual way, which needs
+/// room for the shared-memory file); `profile add` says the disk is full and adds nothing; once
+/// space is freed both work as before.
+#[test]
+fn profiles_on_a_full_disk_are_listed_and_kept() {
+    let env = Env::new();
+    let script = r#"
+"$DOCDEX" profile add --agent keeper --category style "kept through a full disk" >/dev/null 2>&1
+dd if=/dev/zero of="$HOME_DIR/filler" bs=1k 2>/dev/null
+echo "=== list"; "$DOCDEX" profile list --agent keeper 2>&1; echo "exit=$?"
+echo "=== agents"; "$DOCDEX" profile list --json 2>&1; echo "exit=$?"
+echo "=== add"; "$DOCDEX" profile add --agent keeper --category style "another" 2>&1; echo "exit=$?"
+rm "$HOME_DIR/filler"
+echo "=== freed"; "$DOCDEX" profile add --agent keeper --category style "after the space" >/dev/null 2>&1; "$DOCDEX" profile list --agent keeper 2>&1; echo "exit=$?"
+"#;
+    let Some(out) = with_small_disk(&env, 1024, script) else { return };
+    let list = section(&out, "list");
+    assert!(list.contains("exit=0") && list.contains("kept through a full disk"), "{list}");
+    let agents = section(&out, "agents");
+    assert!(agents.contains("exit=0") && agents.contains("keeper"), "{agents}");
+    let add = section(&out, "add");
+    assert!(add.contains("exit=1") && add.contains("disk holding it is full"), "{add}");
+    let freed = section(&out, "freed");
+    assert!(freed.contains("exit=0") && freed.contains("kept through a full disk"), "{freed}");
+    assert!(freed.contains("after the space") && !freed.contains("another"), "{freed}");
+}
