@@ -1112,3 +1112,64 @@ fn a_cut_outline_counts_the_whole_file_and_deep_nesting_stays_narrow() {
     assert!(last.contains("[d39] ") && last.contains("f39") && last.len() < 120, "{last:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("40 symbols in deep.py"));
 }
+
+/// Bindings inside a function with no name are locals, not symbols (a tour found eslint's 217
+/// rules each listing `create(context) { const sourceCode = ... }` as a module-level `variable
+/// sourceCode`, which took the definition boost from `class SourceCode`). A store an older
+/// docdex extracted (no `symbols:<lang>` rules number in its meta) is re-extracted for those
+/// languages by the next index run, though no file changed.
+#[test]
+fn locals_of_functions_without_a_name_are_not_symbols_and_an_older_store_is_redone() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(
+        &repo,
+        "lib/rule.js",
+        "module.exports = { create(context) { const sourceCode = context.sourceCode; return {}; } };\n",
+    );
+    write(
+        &repo,
+        "lib/source.js",
+        "class SourceCode {}\nconst version = 1;\nmodule.exports = { SourceCode, version };\n",
+    );
+    let engine = env.engine();
+    index(&engine, &repo);
+    let names = |engine: &Engine| -> Vec<String> {
+        let q = SymbolsRequest { query: Some("sourcecode".into()), ..Default::default() };
+        let hits = engine.symbols(&repo, &q).unwrap().results.into_iter();
+        hits.filter(|h| h.name.eq_ignore_ascii_case("sourcecode")).map(|h| format!("{} {}", h.path, h.name)).collect()
+    };
+    assert_eq!(names(&engine), ["lib/source.js SourceCode"]);
+
+    // An older docdex's store: the local listed, no symbol-rules number in its meta.
+    let r = engine.resolve_repo(&repo).unwrap();
+    let conn = rusqlite::Connection::open(db_path(&r)).unwrap();
+    let file_id: i64 =
+        conn.query_row("SELECT file_id FROM symbols WHERE name = 'SourceCode'", [], |row| row.get(0)).unwrap();
+    let columns: Vec<String> = {
+        let mut stmt = conn.prepare("SELECT name FROM pragma_table_info('symbols') WHERE name != 'id'").unwrap();
+        stmt.query_map([], |row| row.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    let list = columns.join(", ");
+    let values = columns
+        .iter()
+        .map(|c| match c.as_str() {
+            "name" => "'sourceCode'".to_string(),
+            "norm" => "'sourcecode'".to_string(),
+            "kind" => "'variable'".to_string(),
+            "parts" => "' source code '".to_string(),
+            other => other.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    conn.execute(
+        &format!("INSERT INTO symbols ({list}) SELECT {values} FROM symbols WHERE file_id = ?1 LIMIT 1"),
+        [file_id],
+    )
+    .unwrap();
+    conn.execute("DELETE FROM meta WHERE key LIKE 'symbols:%'", []).unwrap();
+    drop(conn);
+    assert_eq!(names(&engine).len(), 2, "the older store answers as it is");
+    index(&engine, &repo);
+    assert_eq!(names(&engine), ["lib/source.js SourceCode"], "re-extracted by the next run");
+}

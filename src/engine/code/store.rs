@@ -136,6 +136,9 @@ pub struct StoreMeta {
     /// [`super::imports::rules_version`] per language, as recorded with the grammars (absent
     /// in stores written before the import rules were versioned).
     pub import_rules: BTreeMap<String, u32>,
+    /// [`super::rules::symbol_rules_version`] per language, as recorded with the grammars
+    /// (absent in stores written before symbol rules were versioned: read as 1).
+    pub symbol_rules: BTreeMap<String, u32>,
     /// Imports (or the files import resolution reads) changed in a committed run whose impact
     /// graph was not written yet: the next writer rebuilds it.
     pub graph_pending: bool,
@@ -155,7 +158,24 @@ impl StoreMeta {
     /// ([`Self::grammar_drifted`]) or their import rules did ([`Self::imports_outdated`]).
     pub fn drifted(&self) -> Vec<Lang> {
         let imports = self.imports_outdated();
-        Lang::ALL.into_iter().filter(|l| self.grammar_drifted_for(*l) || imports.contains(l)).collect()
+        let symbols = self.symbols_outdated();
+        Lang::ALL
+            .into_iter()
+            .filter(|l| self.grammar_drifted_for(*l) || imports.contains(l) || symbols.contains(l))
+            .collect()
+    }
+
+    /// Languages whose stored symbols were extracted by other symbol rules than this build's
+    /// (an older docdex): the next index run re-extracts their files; queries answer from the
+    /// stored symbols meanwhile. Only languages with a recorded grammar count.
+    pub fn symbols_outdated(&self) -> Vec<Lang> {
+        Lang::ALL
+            .into_iter()
+            .filter(|l| {
+                self.grammars.contains_key(l.name())
+                    && self.symbol_rules.get(l.name()).copied().unwrap_or(1) != super::rules::symbol_rules_version(*l)
+            })
+            .collect()
     }
 
     /// Languages whose recorded grammar differs from the one compiled into this build: their
@@ -274,6 +294,8 @@ fn read_meta(conn: &Connection) -> rusqlite::Result<StoreMeta> {
                 } else if let Some(lang) = k.strip_prefix("imports:") {
                     // An unreadable number is no version this build has: re-extracted.
                     meta.import_rules.insert(lang.to_string(), v.parse().unwrap_or(0));
+                } else if let Some(lang) = k.strip_prefix("symbols:") {
+                    meta.symbol_rules.insert(lang.to_string(), v.parse().unwrap_or(0));
                 } else if let Some(lang) = k.strip_prefix("graph_imports:") {
                     meta.graph_import_rules.insert(lang.to_string(), v.parse().unwrap_or(0));
                 }
@@ -583,6 +605,14 @@ impl SymbolStore {
                     )
                     .map_err(&err)?;
                 self.meta.import_rules.insert(l.name().to_string(), rules);
+                let symbol_rules = super::rules::symbol_rules_version(l);
+                self.conn
+                    .execute(
+                        "INSERT OR REPLACE INTO meta VALUES(?1, ?2)",
+                        [format!("symbols:{}", l.name()), symbol_rules.to_string()],
+                    )
+                    .map_err(&err)?;
+                self.meta.symbol_rules.insert(l.name().to_string(), symbol_rules);
             }
         }
         self.conn.execute_batch("COMMIT").map_err(&err)?;
@@ -866,6 +896,10 @@ mod tests {
         StoreMeta {
             grammars: grammars.iter().map(|l| (l.name().to_string(), l.grammar_version().to_string())).collect(),
             import_rules: rules.iter().map(|(l, v)| (l.name().to_string(), *v)).collect(),
+            symbol_rules: grammars
+                .iter()
+                .map(|l| (l.name().to_string(), super::super::rules::symbol_rules_version(*l)))
+                .collect(),
             ..Default::default()
         }
     }
@@ -885,5 +919,18 @@ mod tests {
         let up_to_date = meta_of(&[ts], &[(ts, current)]);
         assert!(up_to_date.drifted().is_empty() && up_to_date.imports_outdated().is_empty());
         assert!(StoreMeta::default().drifted().is_empty(), "a new store records no grammar: nothing to redo");
+    }
+
+    /// Stored symbols from older symbol rules are re-extracted by the next run: a store that
+    /// recorded none counts as rules 1, so only languages whose rules changed since redo theirs.
+    #[test]
+    fn outdated_symbol_rules_are_drift_for_extraction() {
+        let (go, rust) = (Lang::Go, Lang::Rust);
+        let imports = [(go, crate::engine::code::imports::rules_version(go)), (rust, 1)];
+        let current = meta_of(&[go, rust], &imports);
+        assert!(current.drifted().is_empty());
+        let unversioned = StoreMeta { symbol_rules: BTreeMap::new(), ..current };
+        assert_eq!(unversioned.symbols_outdated(), [go], "Go's rules are past 1, Rust's are not");
+        assert_eq!(unversioned.drifted(), [go]);
     }
 }

@@ -109,6 +109,8 @@ pub(crate) struct KindTable {
     pub interesting: Vec<bool>,
     /// Comments, attributes and annotations that belong to the item below them.
     pub leading: Vec<bool>,
+    /// Functions with no name ([`rules::anonymous_function_kinds`]): their bodies are local.
+    pub anonymous_fn: Vec<bool>,
 }
 
 impl KindTable {
@@ -116,11 +118,13 @@ impl KindTable {
         let language = lang.grammar();
         let n = language.node_kind_count();
         let interesting_names = rules::interesting_kinds(lang);
+        let anonymous_names = rules::anonymous_function_kinds(lang);
         let mut t = KindTable {
             names: Vec::with_capacity(n),
             named: Vec::with_capacity(n),
             interesting: Vec::with_capacity(n),
             leading: Vec::with_capacity(n),
+            anonymous_fn: Vec::with_capacity(n),
         };
         for id in 0..n {
             let id = id as u16;
@@ -133,6 +137,7 @@ impl KindTable {
             t.named.push(named);
             t.interesting.push(named && interesting_names.contains(&name));
             t.leading.push(named && is_leading_kind(name));
+            t.anonymous_fn.push(named && anonymous_names.contains(&name));
         }
         t
     }
@@ -210,6 +215,10 @@ struct Walk<'s, 't> {
     samples: Vec<AstSample>,
     symbols: Vec<Symbol>,
     scopes: Vec<Scope>,
+    /// Depths of the functions with no name the current node is inside: no symbol opens a
+    /// scope for them, yet what is bound in them is local (`create(context) { const x }` in an
+    /// object literal, a test's `describe(() => ...)`, a Go `func` literal).
+    anonymous: Vec<usize>,
     /// Node kinds of the ancestors of the current node.
     path_kinds: Vec<&'static str>,
     /// The run of leading comments seen at each depth among the current node's earlier siblings.
@@ -232,6 +241,7 @@ impl<'s, 't> Walk<'s, 't> {
             samples: Vec::new(),
             symbols: Vec::new(),
             scopes: Vec::new(),
+            anonymous: Vec::new(),
             path_kinds: Vec::with_capacity(64),
             lead: vec![None; 64],
             defs: Vec::new(),
@@ -244,6 +254,9 @@ impl<'s, 't> Walk<'s, 't> {
         let id = node.kind_id() as usize;
         while self.scopes.last().is_some_and(|s| s.depth >= depth) {
             self.scopes.pop();
+        }
+        while self.anonymous.last().is_some_and(|&d| d >= depth) {
+            self.anonymous.pop();
         }
         if self.lead.len() <= depth + 1 {
             self.lead.resize(depth + 2, None);
@@ -259,6 +272,9 @@ impl<'s, 't> Walk<'s, 't> {
             } else {
                 if self.table.interesting[id] {
                     self.extract_symbols(node, id, depth);
+                }
+                if self.table.anonymous_fn[id] {
+                    self.anonymous.push(depth);
                 }
                 self.lead[depth] = None;
             }
@@ -287,7 +303,7 @@ impl<'s, 't> Walk<'s, 't> {
             src: self.src,
             parent_kind: self.path_kinds.last().copied().unwrap_or(""),
             scope: scope.map(|s| s.kind),
-            in_function: scope.is_some_and(|s| s.in_function),
+            in_function: scope.is_some_and(|s| s.in_function) || !self.anonymous.is_empty(),
             header: self.header,
         };
         self.defs.clear();
@@ -299,7 +315,7 @@ impl<'s, 't> Walk<'s, 't> {
             let symbol = make_symbol(def, self.table.names[id], self.scopes.last(), &self.symbols, lead_here, self.src);
             self.symbols.push(symbol);
             if i == 0 && kind.is_scope() {
-                let in_function = kind.is_callable() || self.scopes.last().is_some_and(|s| s.in_function);
+                let in_function = kind.is_callable() || cx.in_function;
                 self.scopes.push(Scope { depth, symbol: index, kind, in_function });
             }
         }
@@ -429,6 +445,36 @@ mod tests {
             .collect();
         assert_eq!(samples, [(1, 2), (3, 4), (5, 6)]);
         assert!(a.ast.counts.iter().all(|(k, _)| !k.is_empty() && *k != "("), "anonymous tokens are not counted");
+    }
+
+    /// What is bound in a function with no name is local, as in a named one (a tour found 217
+    /// `variable sourceCode` in eslint, one per rule's `create(context)` method of an object
+    /// literal); functions and types declared there stay symbols.
+    #[test]
+    fn bindings_inside_functions_without_a_name_are_not_symbols() {
+        let names = |lang: Lang, src: &str| -> Vec<String> {
+            parsed(lang, src).symbols.iter().map(|s| format!("{} {}", s.kind.name(), s.name)).collect()
+        };
+        let js = "module.exports = { create(context) { const sourceCode = context.sourceCode; return {}; } };
+                  (function(){ var hidden = 1; function helper() {} })();
+                  describe(\"s\", () => { const fixture = {a:1}; it(\"w\", function(){ let result = fixture.a; }); });
+                  export default function(){ const insideDefault = 2; }
+                  const real = 3;
+const f = () => { const inner = 1; };
+class K { m() { const local = 1; } }
+";
+        assert_eq!(
+            names(Lang::JavaScript, js),
+            ["function helper", "variable real", "function f", "class K", "method m"]
+        );
+        assert_eq!(
+            names(Lang::TypeScript, "const top = 1;\nitems.forEach((x) => { const each = x; });\n"),
+            ["variable top"]
+        );
+        let go = "package p\nvar handler = func() { var hiddenGo = 1; _ = hiddenGo }\nvar Top = 2\n";
+        assert_eq!(names(Lang::Go, go), ["variable handler", "variable Top"]);
+        assert_eq!(names(Lang::Lua, "describe('x', function() local helper = 1 end)\ntop = 2\n"), ["variable top"]);
+        assert_eq!(names(Lang::Kotlin, "val top = run { val hiddenLocal = 1; hiddenLocal }\n"), ["variable top"]);
     }
 
     #[test]
