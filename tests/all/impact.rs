@@ -2094,3 +2094,31 @@ fn a_file_too_large_to_parse_warns_that_its_imports_are_unknown() {
     let r = engine.impact(&repo, &ImpactRequest { file: "user.js".into(), ..Default::default() }).expect("impact");
     assert!(r.graph.warnings.is_empty(), "{:?}", r.graph.warnings);
 }
+
+/// A TypeScript file imports a declaration file by its emitted name (`'../types/a.js'` for
+/// `types/a.d.ts`, `.mjs` for `.d.mts`), as TypeScript resolves it: fastify's type tests had 30
+/// such imports reported unresolved and were missing from impact's importers. An emitted name
+/// that matches nothing says which TypeScript names were tried.
+#[test]
+fn a_declaration_file_is_found_by_its_emitted_name() {
+    let env = Env::new();
+    let repo = env.repo("dts");
+    write(&repo, "types/a.d.ts", "export type A = 1;\n");
+    write(&repo, "types/m.d.mts", "export type M = 2;\n");
+    write(
+        &repo,
+        "test/t.ts",
+        "import type { A } from '../types/a.js';\nimport type { M } from '../types/m.mjs';\nimport { gone } from '../types/gone.js';\nexport const x: A | M = 1;\n",
+    );
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    for target in ["types/a.d.ts", "types/m.d.mts"] {
+        let v = env.json(&["impact", "--repo", r, target, "--json"]);
+        let inbound: Vec<&str> = v["inbound"].as_array().unwrap().iter().filter_map(|d| d["path"].as_str()).collect();
+        assert_eq!(inbound, ["test/t.ts"], "{target}: {v}");
+    }
+    let diags = env.json(&["impact", "diagnostics", "--repo", r, "--json"]);
+    assert_eq!(diags["total"], 1, "{diags}");
+    let reason = diags["files"][0]["diagnostics"][0]["reason"].as_str().unwrap_or_default().to_string();
+    assert!(reason.contains("(and types/gone.{ts,tsx,d.ts})"), "{diags}");
+}

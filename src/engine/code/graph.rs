@@ -212,7 +212,8 @@ impl GraphOptions {
 /// How imports are resolved to files (which roots a Python import sees, which file a
 /// specifier names, ...). Bump it with any change that can move an edge or a diagnostic: a
 /// graph built under another number is rebuilt by the next index run, as no import changed.
-pub const RESOLUTION_VERSION: u32 = 2;
+/// 3: a TypeScript emitted name (`./a.js`) also finds a declaration file (`a.d.ts`).
+pub const RESOLUTION_VERSION: u32 = 3;
 
 /// Where a repo's graph is stored.
 pub fn graph_path(repo: &RepoRef) -> PathBuf {
