@@ -670,3 +670,28 @@ fn reading_no_path_or_a_folder_says_what_to_give() {
     let dir = get("src");
     assert!(dir.contains("src is a directory"), "{dir}");
 }
+
+/// A query that is a name spelt exactly as some definitions are puts those first: `Worker`
+/// means `class Worker`, though `def worker` (whose docstring says Worker three times) matches
+/// ignoring case and ranked first (a code-intelligence tour; celery's `search Celery` put `def
+/// celery` above `class Celery`). Typed in lower case it means the function; a spelling no
+/// definition has (`WORKER`) keeps both definitions first.
+#[test]
+fn a_name_spelt_as_typed_ranks_the_definition_spelt_so_first() {
+    let env = Env::new();
+    let repo = indexed(&env, "case", |r| {
+        write(r, "app/base.py", "class Worker:\n    def start(self):\n        return 1\n");
+        write(
+            r,
+            "cli/worker.py",
+            "import click\n\n@click.command()\ndef worker(ctx):\n    \"\"\"Start a Worker.\n\n    The Worker runs tasks; see Worker options.\n    \"\"\"\n    return ctx\n",
+        );
+    });
+    let e = env.engine();
+    let first = |q: &str| distinct(hit_paths(&e, &repo, q));
+    assert_eq!(first("Worker")[..2], ["app/base.py", "cli/worker.py"]);
+    assert_eq!(first("worker")[..2], ["cli/worker.py", "app/base.py"]);
+    let mut both = first("WORKER")[..2].to_vec();
+    both.sort();
+    assert_eq!(both, ["app/base.py", "cli/worker.py"]);
+}

@@ -163,7 +163,7 @@ impl RepoSearcher {
             *cache = Some((key, reader));
         }
         match cache.as_ref().and_then(|(_, r)| r.as_ref()) {
-            Some(reader) => DefinitionBoosts::lookup_until(reader, &names, &cancel),
+            Some(reader) => DefinitionBoosts::lookup_until(reader, &names, query.trim(), &cancel),
             None => Ok(DefinitionBoosts::default()),
         }
     }

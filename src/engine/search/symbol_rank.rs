@@ -103,10 +103,12 @@ pub struct DefinitionBoosts {
 impl DefinitionBoosts {
     /// Looks up candidate names (from [`candidate_names`]) in the symbol store; ends with
     /// [`crate::error::Error::Cancelled`] once `cancel` trips (looked at before each name's
-    /// query: a search whose client left stops here too).
+    /// query: a search whose client left stops here too). `typed` is the query as typed: when
+    /// it is a name spelt exactly as some weighty definitions are, only those are pinned.
     pub fn lookup_until(
         reader: &SymbolReader,
         names: &[(String, bool)],
+        typed: &str,
         cancel: &CancelToken,
     ) -> crate::error::Result<DefinitionBoosts> {
         let mut boosts = DefinitionBoosts::default();
@@ -124,9 +126,11 @@ impl DefinitionBoosts {
                 continue;
             }
             let per_weight = if whole { WHOLE_QUERY_BOOST } else { TOKEN_BOOST };
+            let spelt = if whole { spelt_as_typed(reader, typed) } else { Vec::new() };
             for d in defs {
                 let factor = 1.0 + per_weight * d.kind.weight();
-                let pinned = whole && d.kind.weight() >= PIN_WEIGHT;
+                let as_typed = spelt.is_empty() || spelt.iter().any(|(p, l)| *p == d.path && *l == d.line_start);
+                let pinned = whole && d.kind.weight() >= PIN_WEIGHT && as_typed;
                 let file = xxhash_rust::xxh3::xxh3_64(d.path.as_bytes());
                 boosts.by_file.entry(file).or_default().push((d.line_start, factor, pinned));
             }
@@ -150,6 +154,19 @@ impl DefinitionBoosts {
         let Some(defs) = self.by_file.get(&file) else { return (1.0, false) };
         defs.iter().filter(|(l, _, _)| *l >= a && *l <= b).fold((1.0, false), |(f, p), (_, g, q)| (f.max(*g), p || *q))
     }
+}
+
+/// Where the weighty definitions (kinds pinned when the whole query names them) spelt exactly
+/// as `typed` are (path, first line): `Worker` means `class Worker`, not `def worker`, though
+/// names match ignoring case. Empty when `typed` is no single name or none is spelt so: then
+/// every definition of the name is pinned, as before.
+fn spelt_as_typed(reader: &SymbolReader, typed: &str) -> Vec<(String, u32)> {
+    let single_name = !typed.is_empty() && typed.chars().all(|c| c.is_alphanumeric() || c == '_');
+    if !single_name {
+        return Vec::new();
+    }
+    let defs = query::exact_definitions(reader, typed, MAX_DEFINITIONS + 1).unwrap_or_default();
+    defs.into_iter().filter(|d| d.kind.weight() >= PIN_WEIGHT).map(|d| (d.path, d.line_start)).collect()
 }
 
 #[cfg(test)]
