@@ -250,11 +250,12 @@ fn print_symbols(out: &Out, r: &SymbolsResponse) {
     }
     for h in &r.results {
         out.line(&format!(
-            "{} {}  {}:{}",
+            "{} {}  {}:{}{}",
             out.paint("2", &format!("{:<9}", h.kind.name())),
             out.paint("1", &qualified(h)),
             out.paint("36", &h.path),
             h.line_start,
+            if h.stale { out.paint("33", "  (changed since indexed)") } else { String::new() },
         ));
         if !h.signature.is_empty() {
             out.line(&format!("          {}", out.paint("2", &visible(&h.signature))));

@@ -1173,3 +1173,73 @@ fn locals_of_functions_without_a_name_are_not_symbols_and_an_older_store_is_redo
     index(&engine, &repo);
     assert_eq!(names(&engine), ["lib/source.js SourceCode"], "re-extracted by the next run");
 }
+
+/// A symbol whose file changed on disk (or was deleted) since its symbols were extracted is
+/// marked stale, with a note naming `docdex index`, as search marks its hits: `docdex symbols`
+/// gave a deleted file's function and a moved function's old line without a word (a code
+/// intelligence tour). The next index run clears the mark and has the new line.
+#[test]
+fn symbols_in_files_changed_since_indexed_are_marked_stale() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "src/math.ts", "export function addNumbers(a: number, b: number) { return a + b; }\n");
+    write(&repo, "src/strings.ts", "export function upperCased(s: string) { return s.toUpperCase(); }\n");
+    write(&repo, "src/kept.ts", "export function keptAsIs() { return 1; }\n");
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::remove_file(repo.join("src/strings.ts")).unwrap();
+    write(&repo, "src/math.ts", "// moved down\nexport function addNumbers(a: number, b: number) { return a + b; }\n");
+    let first = |name: &str| env.json(&["symbols", "--repo", r, name, "--json"]);
+    for name in ["upperCased", "addNumbers"] {
+        let v = first(name);
+        assert_eq!(v["results"][0]["stale"], true, "{v}");
+        let note = v["note"].as_str().unwrap_or_default();
+        assert!(note.contains("changed on disk (or was deleted)") && note.contains("docdex index --repo"), "{v}");
+    }
+    let kept = first("keptAsIs");
+    assert!(kept["results"][0].get("stale").is_none() && kept["note"].is_null(), "{kept}");
+    let text = String::from_utf8_lossy(&env.run(&["symbols", "--repo", r, "addNumbers"]).stdout).into_owned();
+    assert!(text.contains("src/math.ts:1  (changed since indexed)"), "{text}");
+    env.json(&["index", "--repo", r, "--json"]);
+    let v = first("addNumbers");
+    assert!(v["results"][0].get("stale").is_none() && v["results"][0]["line_start"] == 2, "{v}");
+    assert_eq!(first("upperCased")["total"], 0);
+}
+
+/// `ast query --field name` finds the names declarations give, not parameters or keyword
+/// arguments, which Python's grammar also gives a `name` field (a tour: 31 of rich's 32
+/// `--name Console` matches were parameters and call arguments).
+#[test]
+fn ast_field_name_skips_parameters_and_keyword_arguments() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(
+        &repo,
+        "m.py",
+        "def connect(timeout: int = 5):\n    return timeout\n\n\nconnect(timeout=10)\n\n\ndef timeout():\n    pass\n",
+    );
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let v = env.json(&[
+        "ast",
+        "query",
+        "--repo",
+        r,
+        "--kinds",
+        "identifier",
+        "--field",
+        "name",
+        "--name",
+        "timeout",
+        "--json",
+    ]);
+    let lines: Vec<u64> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| f["samples"].as_array().cloned().unwrap_or_default())
+        .filter_map(|s| s["line_start"].as_u64())
+        .collect();
+    assert_eq!(lines, [8], "only `def timeout` names a declaration: {v}");
+}

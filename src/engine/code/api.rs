@@ -15,7 +15,7 @@ use crate::engine::privacy;
 use crate::engine::repos::RepoRef;
 use crate::engine::{checked_lang, Engine};
 use crate::error::{Error, Result};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// Default page size of symbol and AST queries.
@@ -51,6 +51,37 @@ fn open_current(repo: &RepoRef) -> Result<SymbolReader> {
     }
     reader.ensure_current(&repo.root)?;
     Ok(reader)
+}
+
+/// Marks the hits whose file changed on disk after the index last committed (its Tantivy
+/// `meta.json`'s last write, as search tells its stale hits; the symbol store's own files are
+/// written by readers too), or is gone: a tour found `docdex symbols` giving a deleted file's
+/// functions and a moved function's old line without a word. Each file is looked at once.
+/// Returns the files marked.
+fn mark_stale(repo: &RepoRef, hits: &mut [SymbolHit]) -> usize {
+    let meta = repo.index_dir().join("meta.json");
+    let Ok(committed) = std::fs::metadata(meta).and_then(|m| m.modified()) else { return 0 };
+    let mut seen: HashMap<String, bool> = HashMap::new();
+    for h in hits.iter_mut() {
+        h.stale = *seen.entry(h.path.clone()).or_insert_with(|| {
+            match std::fs::symlink_metadata(repo.root.join(&h.path)).and_then(|m| m.modified()) {
+                Ok(modified) => modified > committed,
+                Err(_) => true,
+            }
+        });
+    }
+    seen.values().filter(|s| **s).count()
+}
+
+/// The note of a page with hits in files changed since they were indexed.
+fn stale_note(files: usize, repo: &RepoRef) -> Option<String> {
+    (files > 0).then(|| {
+        format!(
+            "{files} file{} changed on disk (or was deleted) since its symbols were extracted: those hits are marked stale and their lines may have moved; `docdex index --repo {}` updates them",
+            if files == 1 { "" } else { "s" },
+            crate::error::shell_path(&repo.root)
+        )
+    })
 }
 
 /// What status warns of a damaged symbol store (overwritten, emptied: [`store::damage`]),
@@ -275,7 +306,10 @@ impl Engine {
         if self.config().privacy.redact_snippets {
             redact_signatures(&mut results);
         }
-        let note = parse_in_progress(&repo).or_else(|| query.as_deref().and_then(|q| reader.parts_note(q, &repo.root)));
+        let stale = mark_stale(&repo, &mut results);
+        let note = parse_in_progress(&repo)
+            .or_else(|| query.as_deref().and_then(|q| reader.parts_note(q, &repo.root)))
+            .or_else(|| stale_note(stale, &repo));
         Ok(SymbolsResponse {
             schema_version: SCHEMA_VERSION,
             project_id: repo.fingerprint.clone(),

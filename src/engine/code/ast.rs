@@ -190,6 +190,14 @@ pub struct FieldMatch {
     pub label: Option<String>,
 }
 
+/// Whether `node` is the `name` of a parameter or of a call's argument (Python's `timeout=5`
+/// in a signature or a call): grammars give those a `name` field too, yet `--field name` is
+/// for the names declarations give (a tour found 31 of rich's 32 `Console` matches were
+/// parameters and keyword arguments).
+fn names_a_parameter_or_argument(node: tree_sitter::Node) -> bool {
+    node.parent().is_some_and(|p| p.kind().contains("parameter") || p.kind().contains("argument"))
+}
+
 /// Nodes of `kinds` in `tree` that fill the `field` of their parent (`identifier` nodes that are
 /// a declaration's `name`, `block` nodes that are a loop's `body`, ...). With `name`, only
 /// nodes whose label (see [`FieldMatch::label`]) equals it, ignoring case and underscores.
@@ -205,7 +213,11 @@ pub fn field_matches(
     let mut cursor = tree.walk();
     loop {
         let node = cursor.node();
-        if cursor.field_name() == Some(field) && node.is_named() && kinds.iter().any(|k| k == node.kind()) {
+        if cursor.field_name() == Some(field)
+            && node.is_named()
+            && kinds.iter().any(|k| k == node.kind())
+            && !(field == "name" && names_a_parameter_or_argument(node))
+        {
             let label = node
                 .child_by_field_name("name")
                 .or_else(|| (node.child_count() == 0).then_some(node))

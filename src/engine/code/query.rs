@@ -89,6 +89,7 @@ fn hit(s: StoredSymbol, m: Option<MatchKind>, score: f32) -> SymbolHit {
         node_kind: s.node_kind,
         match_kind: m,
         score,
+        stale: false,
     }
 }
 

@@ -239,6 +239,10 @@ pub struct SymbolHit {
     /// Ranking score within its match tier, higher first (about 0..1, +1 when the symbol is in the
     /// container the query named, as in `Store.size`; 0 in an outline).
     pub score: f32,
+    /// True when its file changed on disk (or is gone) after the symbol store last committed:
+    /// its lines may have moved, as search's `stale` hits (absent when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stale: bool,
 }
 
 /// The answer to a [`SymbolsRequest`].
