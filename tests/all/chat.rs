@@ -224,14 +224,9 @@ fn an_oversized_context_drops_the_lowest_priority_first_and_traces_each_drop() {
     assert_eq!(budget.payload["drops"].as_array().unwrap().len(), resp.trace.drops.len());
 }
 
-/// A follow-up keeps the conversation's latest exchange even when the repository's hits could
-/// fill the whole context: they did, so in a real repository at a 4,096-token window every
-/// follow-up ("and who calls it?") reached the model without the question it follows (tour28
-/// F2, gemma3:270m through the shim: history allotted 11 tokens, both messages dropped).
-#[test]
-fn a_follow_up_keeps_the_latest_exchange_when_repo_hits_fill_the_context() {
-    use docdex::engine::llm::{ChatMessage, Role};
-    let c = Chat::new(FakeOllamaOptions::default(), "context_tokens = 1024\n");
+/// Eight indexed files of 60 session-expiry functions each: enough repository hits to fill a
+/// 1,024-token context.
+fn index_expiry_parts(c: &Chat) {
     for i in 0..8 {
         let mut body = format!("//! Session expiry, part {i}.\n");
         for j in 0..60 {
@@ -240,6 +235,17 @@ fn a_follow_up_keeps_the_latest_exchange_when_repo_hits_fill_the_context() {
         write(&c.repo, &format!("src/expiry/part{i}.rs"), body);
     }
     c.env.json(&["index", "--repo", c.r(), "--json"]);
+}
+
+/// A follow-up keeps the conversation's latest exchange even when the repository's hits could
+/// fill the whole context: they did, so in a real repository at a 4,096-token window every
+/// follow-up ("and who calls it?") reached the model without the question it follows (tour28
+/// F2, gemma3:270m through the shim: history allotted 11 tokens, both messages dropped).
+#[test]
+fn a_follow_up_keeps_the_latest_exchange_when_repo_hits_fill_the_context() {
+    use docdex::engine::llm::{ChatMessage, Role};
+    let c = Chat::new(FakeOllamaOptions::default(), "context_tokens = 1024\n");
+    index_expiry_parts(&c);
     let history = vec![
         ChatMessage::new(Role::User, "old question about invoices"),
         ChatMessage::new(Role::Assistant, "old answer: invoice_total sums them"),
@@ -1019,14 +1025,7 @@ fn ollama_runs_with_the_budgeted_window_and_token_counts_get_calibrated() {
 #[test]
 fn a_calibrated_budget_leaves_the_answer_its_cap_when_a_prompt_counts_denser() {
     let c = Chat::new(FakeOllamaOptions::default(), "context_tokens = 1024\n");
-    for i in 0..8 {
-        let mut body = format!("//! Session expiry, part {i}.\n");
-        for j in 0..60 {
-            body.push_str(&format!("pub fn expire_stale_sessions_{i}_{j}(ttl: u64) -> bool {{ ttl > {j} }}\n"));
-        }
-        write(&c.repo, &format!("src/expiry/part{i}.rs"), body);
-    }
-    c.env.json(&["index", "--repo", c.r(), "--json"]);
+    index_expiry_parts(&c);
     // Measured against a server counting 90 % of cl100k.
     c.ask(&q("expire stale sessions"));
     let Chat { env, repo, server } = c;

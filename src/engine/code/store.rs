@@ -589,30 +589,20 @@ impl SymbolStore {
             .execute("INSERT OR REPLACE INTO meta VALUES('generation', ?1)", [generation.to_string()])
             .map_err(&err)?;
         if grammars {
+            let put = |key: String, value: String| {
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES(?1, ?2)", [key, value]).map_err(&err)
+            };
             for l in Lang::ALL {
-                self.conn
-                    .execute(
-                        "INSERT OR REPLACE INTO meta VALUES(?1, ?2)",
-                        [format!("grammar:{}", l.name()), l.grammar_version().to_string()],
-                    )
-                    .map_err(&err)?;
-                self.meta.grammars.insert(l.name().to_string(), l.grammar_version().to_string());
-                let rules = super::imports::rules_version(l);
-                self.conn
-                    .execute(
-                        "INSERT OR REPLACE INTO meta VALUES(?1, ?2)",
-                        [format!("imports:{}", l.name()), rules.to_string()],
-                    )
-                    .map_err(&err)?;
-                self.meta.import_rules.insert(l.name().to_string(), rules);
-                let symbol_rules = super::rules::symbol_rules_version(l);
-                self.conn
-                    .execute(
-                        "INSERT OR REPLACE INTO meta VALUES(?1, ?2)",
-                        [format!("symbols:{}", l.name()), symbol_rules.to_string()],
-                    )
-                    .map_err(&err)?;
-                self.meta.symbol_rules.insert(l.name().to_string(), symbol_rules);
+                let (imports, symbols) = (super::imports::rules_version(l), super::rules::symbol_rules_version(l));
+                put(format!("grammar:{}", l.name()), l.grammar_version().to_string())?;
+                put(format!("imports:{}", l.name()), imports.to_string())?;
+                put(format!("symbols:{}", l.name()), symbols.to_string())?;
+            }
+            for l in Lang::ALL {
+                let name = l.name().to_string();
+                self.meta.grammars.insert(name.clone(), l.grammar_version().to_string());
+                self.meta.import_rules.insert(name.clone(), super::imports::rules_version(l));
+                self.meta.symbol_rules.insert(name, super::rules::symbol_rules_version(l));
             }
         }
         self.conn.execute_batch("COMMIT").map_err(&err)?;
