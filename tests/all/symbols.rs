@@ -1243,3 +1243,27 @@ fn ast_field_name_skips_parameters_and_keyword_arguments() {
         .collect();
     assert_eq!(lines, [8], "only `def timeout` names a declaration: {v}");
 }
+
+/// A qualified query (`Person::new`) looks for a typo of its name only inside its container:
+/// it also returned `module net` elsewhere as a fuzzy match (a code-intelligence tour), while an
+/// unqualified `nev` still finds both by their spelling.
+#[test]
+fn a_qualified_query_looks_for_typos_in_its_container_only() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(
+        &repo,
+        "src/lib.rs",
+        "pub mod net {}\npub struct Person;\nimpl Person {\n    pub fn new() -> Self { Person }\n}\n",
+    );
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let names = |q: &str| -> Vec<String> {
+        let v = env.json(&["symbols", "--repo", r, q, "--json"]);
+        v["results"].as_array().unwrap().iter().map(|h| h["name"].as_str().unwrap_or_default().to_string()).collect()
+    };
+    assert_eq!(names("Person::new"), ["new"]);
+    let typo = names("nev");
+    assert!(typo.contains(&"new".to_string()) && typo.contains(&"net".to_string()), "{typo:?}");
+    assert_eq!(names("Person::nev"), ["new"], "a typo inside the container still finds it");
+}

@@ -146,7 +146,10 @@ pub fn search(
     }
     if hits.len() < limit {
         for (s, closeness) in fuzzy(reader, &q, filter, limit * 4)? {
-            if seen.insert(s.id) {
+            // A qualified query's typo is looked for in its container only: `Person::new`
+            // found `module net` (a code-intelligence tour).
+            let elsewhere = container.is_some() && s.container.as_deref().map(norm) != container;
+            if !elsewhere && seen.insert(s.id) {
                 let score = 0.25 * closeness * s.kind.weight();
                 hits.push((3, hit(s, Some(MatchKind::Fuzzy), score)));
             }

@@ -477,6 +477,19 @@ class K { m() { const local = 1; } }
         assert_eq!(names(Lang::Kotlin, "val top = run { val hiddenLocal = 1; hiddenLocal }\n"), ["variable top"]);
     }
 
+    /// C# operators are methods named as C++ names its own (`operator+`); Java record
+    /// components are the record's fields, while parameters stay out (a code-intelligence tour).
+    #[test]
+    fn csharp_operators_and_java_record_components_are_symbols() {
+        let names = |lang: Lang, src: &str| -> Vec<String> {
+            parsed(lang, src).symbols.iter().map(|s| format!("{} {}", s.kind.name(), s.name)).collect()
+        };
+        let cs = "struct Money {\n  public static Money operator +(Money a, Money b) => a;\n  public static implicit operator decimal(Money m) => 0;\n}\n";
+        assert_eq!(names(Lang::CSharp, cs), ["struct Money", "method operator+", "method operator decimal"]);
+        let java = "record Point(int x, int y) {\n  int sum(int z) { Runnable r = () -> {}; return x + y + z; }\n}\n";
+        assert_eq!(names(Lang::Java, java), ["class Point", "field x", "field y", "method sum"]);
+    }
+
     #[test]
     fn kind_names_and_aliases_parse() {
         for k in SymbolKind::ALL {

@@ -23,6 +23,8 @@ pub(super) const KINDS: &[&str] = &[
     "enum_member_declaration",
     "namespace_declaration",
     "file_scoped_namespace_declaration",
+    "operator_declaration",
+    "conversion_operator_declaration",
 ];
 
 pub(super) fn classify<'t>(node: Node<'t>, kind: &str, cx: &Ctx, out: &mut Vec<Def<'t>>) {
@@ -38,6 +40,15 @@ pub(super) fn classify<'t>(node: Node<'t>, kind: &str, cx: &Ctx, out: &mut Vec<D
         "property_declaration" | "event_declaration" => SymbolKind::Field,
         "enum_member_declaration" => SymbolKind::Variant,
         "namespace_declaration" | "file_scoped_namespace_declaration" => SymbolKind::Module,
+        // `public static Money operator +(Money a, Money b)` is `operator+`, as C++ names its
+        // operators; `implicit operator decimal(Money m)` is `operator decimal`.
+        "operator_declaration" | "conversion_operator_declaration" => {
+            let (part, gap) = if kind == "operator_declaration" { ("operator", "") } else { ("type", " ") };
+            if let Some(op) = field_text(node, part, src) {
+                out.push(Def::new(format!("operator{gap}{op}"), SymbolKind::Method, node));
+            }
+            return;
+        }
         "field_declaration" | "event_field_declaration" => {
             if cx.in_function {
                 return;

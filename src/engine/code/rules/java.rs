@@ -17,6 +17,7 @@ pub(super) const KINDS: &[&str] = &[
     "field_declaration",
     "constant_declaration",
     "enum_constant",
+    "formal_parameter",
 ];
 
 pub(super) fn classify<'t>(node: Node<'t>, kind: &str, cx: &Ctx, out: &mut Vec<Def<'t>>) {
@@ -30,6 +31,15 @@ pub(super) fn classify<'t>(node: Node<'t>, kind: &str, cx: &Ctx, out: &mut Vec<D
         | "compact_constructor_declaration"
         | "annotation_type_element_declaration" => SymbolKind::Method,
         "enum_constant" => SymbolKind::Variant,
+        // A record's components (`record Point(int x, int y)`) are its fields; a method's or a
+        // lambda's parameters are not symbols.
+        "formal_parameter" => {
+            let holder = node.parent().and_then(|p| p.parent()).map(|g| g.kind());
+            if cx.parent_kind != "formal_parameters" || holder != Some("record_declaration") {
+                return;
+            }
+            SymbolKind::Field
+        }
         "field_declaration" | "constant_declaration" => {
             if cx.in_function {
                 return;

@@ -135,6 +135,10 @@ pub(crate) fn symbol_rules_version(lang: Lang) -> u32 {
     match lang {
         // 2: bindings inside functions without a name are local ([`anonymous_function_kinds`]).
         Lang::JavaScript | Lang::TypeScript | Lang::Tsx | Lang::Go | Lang::Lua | Lang::Kotlin => 2,
+        // 2: operators (`operator+`, `operator decimal`).
+        Lang::CSharp => 2,
+        // 2: a record's components are its fields.
+        Lang::Java => 2,
         _ => 1,
     }
 }
