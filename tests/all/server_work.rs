@@ -268,18 +268,31 @@ async fn a_chat_holds_a_work_slot_while_it_generates_and_health_and_status_never
     eventually("the abandoned chat frees the slot", || slot_is_free(&server)).await;
 }
 
+/// An MCP `initialize` request (id 1).
+fn initialize_request() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+}
+
+/// A server over a sample repository with `[server] max_mcp_sessions = cap`, and a client with
+/// a 30 s timeout. The home is returned to be kept while the server runs.
+fn capped_server(cap: u32) -> (Env, Server, reqwest::Client) {
+    let env = Env::new();
+    env.write_config(&format!("[server]\nmax_mcp_sessions = {cap}\n"));
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+    (env, server, client)
+}
+
 /// `[server] max_mcp_sessions` bounds live MCP sessions (it was a fixed 128): past it the
 /// least recently used session that never sent a request is ended (404 `-32001` on its next
 /// request), sessions in use are kept, and when all are in use a new `initialize` is 503
 /// `-32000` naming the setting; `/healthz` counts them. Out of range, the server refuses to start.
 #[tokio::test]
 async fn max_mcp_sessions_caps_live_sessions_evicting_idle_ones_then_refusing() {
-    let env = Env::new();
-    env.write_config("[server]\nmax_mcp_sessions = 3\n");
-    let repo = env.repo("r");
-    sample_repo(&repo);
-    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
-    let c = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+    let (_env, server, c) = capped_server(3);
     let url = server.url("/v1/mcp");
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     let used = |session: String| {
@@ -308,8 +321,7 @@ async fn max_mcp_sessions_caps_live_sessions_evicting_idle_ones_then_refusing() 
     }
 
     // All three in use: a new one is refused, saying which setting.
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
-        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let init = initialize_request();
     let r = mcp_post(&c, &url, None, &init).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 503);
     let v: Value = r.json().await.unwrap();
@@ -318,6 +330,7 @@ async fn max_mcp_sessions_caps_live_sessions_evicting_idle_ones_then_refusing() 
     assert!(message.starts_with("too many MCP sessions: all 3 are in use (`[server] max_mcp_sessions`)"), "{v}");
     assert_eq!(live().await, Some(3));
     drop(server);
+    drop(_env);
 
     let env = Env::new();
     env.write_config("[server]\nmax_mcp_sessions = 0\n");
@@ -331,15 +344,9 @@ async fn max_mcp_sessions_caps_live_sessions_evicting_idle_ones_then_refusing() 
 
 #[tokio::test]
 async fn clients_starting_at_once_past_the_session_cap_are_refused_at_initialize_not_evicted_after() {
-    let env = Env::new();
-    env.write_config("[server]\nmax_mcp_sessions = 3\n");
-    let repo = env.repo("r");
-    sample_repo(&repo);
-    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
-    let c = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+    let (_env, server, c) = capped_server(3);
     let url = server.url("/v1/mcp");
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
-        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let init = initialize_request();
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     // Eight clients initialize one after another, as fast as they can, then each makes its
     // first request. Each initialize past the cap ended the oldest fresh session: five got
