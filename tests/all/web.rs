@@ -233,13 +233,14 @@ fn a_page_the_parser_is_quadratic_on_is_fetched_flat() {
 
 /// Starts `docdex web-fetch <slow page>`, waits until the browser is loading it, then sends
 /// `signal` to docdex and returns the home's browser processes `after` later.
-fn interrupt_mid_fetch(signal: i32, next_run: bool) -> (Env, Vec<u32>) {
+fn interrupt_mid_fetch(signal: i32, next_run: bool, tmp: &std::path::Path) -> (Env, Vec<u32>) {
     let site = Fixture::start("127.0.0.1", site("http://127.0.0.2:9/secret".into()));
     let env = Env::new();
     env.write_config(&web_config(&site.url("/html/"), "", "", ""));
     let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
         .args(["web-fetch", &site.url("/slow")])
         .env("DOCDEX_HOME", env.home())
+        .env("TMPDIR", tmp)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -271,7 +272,8 @@ fn kill_9_mid_fetch_leaves_no_browser_after_the_next_run() {
     if !have_browser() {
         return;
     }
-    let (env, left) = interrupt_mid_fetch(libc::SIGKILL, true);
+    let tmp = tempfile::tempdir().unwrap();
+    let (env, left) = interrupt_mid_fetch(libc::SIGKILL, true, tmp.path());
     assert!(left.is_empty(), "browser processes left: {left:?}");
     let locks: Vec<String> = std::fs::read_dir(env.home().join("state/locks"))
         .unwrap()
@@ -282,6 +284,7 @@ fn kill_9_mid_fetch_leaves_no_browser_after_the_next_run() {
     assert!(locks.is_empty(), "the next run removed the dead browser's lock files: {locks:?}");
     let profiles = std::fs::read_dir(env.home().join("state/browser/profiles")).map(|d| d.count()).unwrap_or(0);
     assert_eq!(profiles, 0, "and its profile");
+    assert_eq!(chromium_leftovers(tmp.path()), Vec::<String>::new(), "and its singleton socket's directory");
 }
 
 #[test]
@@ -289,7 +292,8 @@ fn ctrl_c_mid_fetch_takes_the_browser_down_with_docdex() {
     if !have_browser() {
         return;
     }
-    let (_env, left) = interrupt_mid_fetch(libc::SIGINT, false);
+    let tmp = tempfile::tempdir().unwrap();
+    let (_env, left) = interrupt_mid_fetch(libc::SIGINT, false, tmp.path());
     assert!(left.is_empty(), "browser processes left 3 s after Ctrl-C: {left:?}");
 }
 
@@ -323,6 +327,38 @@ fn check_launches_the_browser_and_reports_its_version() {
         let err = String::from_utf8_lossy(&env.run(args).stderr).into_owned();
         assert!(!err.contains("WARN") && !err.contains("exited on its own"), "{args:?}: {err}");
     }
+}
+
+/// Chromium puts its singleton socket (and, with `--disable-dev-shm-usage`, shared memory) in
+/// TMPDIR and leaves the directory behind when it is killed: one `/tmp/org.chromium.*` per
+/// browser docdex ever started. docdex points the browser's TMPDIR into its profile.
+#[test]
+fn a_browser_leaves_nothing_in_the_temporary_directory() {
+    if !have_browser() {
+        return;
+    }
+    let env = Env::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["check", "--json"])
+        .env("DOCDEX_HOME", env.home())
+        .env("TMPDIR", tmp.path())
+        .output()
+        .expect("run docdex check");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let browser = report["items"].as_array().unwrap().iter().find(|i| i["name"] == "browser").unwrap().clone();
+    assert_eq!(browser["status"], "ok", "the browser ran: {browser}");
+    assert_eq!(chromium_leftovers(tmp.path()), Vec::<String>::new(), "left in TMPDIR");
+}
+
+/// What Chromium left in `tmp`.
+fn chromium_leftovers(tmp: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.to_lowercase().contains("chromium"))
+        .collect()
 }
 
 #[test]

@@ -204,7 +204,7 @@ pub fn reap(dirs: &BrowserDirs) -> Vec<ReapedBrowser> {
         match FileLock::try_acquire(&lock) {
             Ok(Some(held)) => {
                 let killed = kill_profile(&info.profile, info.pid, info.pid_start);
-                let _ = std::fs::remove_dir_all(&info.profile);
+                remove_profile(&info.profile);
                 let _ = std::fs::remove_file(&json);
                 drop(held);
                 let _ = std::fs::remove_file(&lock);
@@ -228,13 +228,30 @@ pub fn reap(dirs: &BrowserDirs) -> Vec<ReapedBrowser> {
                 continue;
             }
             let killed = kill_profile(&p, 0, 0);
-            let _ = std::fs::remove_dir_all(&p);
+            remove_profile(&p);
             if killed > 0 {
                 reaped.push(ReapedBrowser { owner_pid: owner, killed });
             }
         }
     }
     reaped
+}
+
+/// Removes a stopped browser's profile and the directory Chromium made for its singleton socket
+/// in TMPDIR (`/tmp/org.chromium.Chromium.*`, which the profile's `SingletonSocket` links into):
+/// a killed browser never removes that one, so each launch would leave one behind. The socket
+/// cannot live in the profile itself: its path would pass the 108 bytes a Unix socket's may take.
+fn remove_profile(profile: &Path) {
+    if let Ok(target) = std::fs::read_link(profile.join("SingletonSocket")) {
+        if let Some(dir) = target.parent().filter(|d| d.is_absolute()) {
+            // Only what Chromium puts there; remove_dir then refuses anything else.
+            for name in ["SingletonSocket", "SingletonCookie", "SingletonLock"] {
+                let _ = std::fs::remove_file(dir.join(name));
+            }
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+    let _ = std::fs::remove_dir_all(profile);
 }
 
 /// Kills every process using `profile` (and the recorded main process when it is still the
@@ -368,7 +385,7 @@ impl Chromium {
         // The lock file exists before the profile, so a profile without one is an orphan.
         write_json_atomic(&lock_json, &info)?;
         let fail = |why: String| {
-            let _ = std::fs::remove_dir_all(&profile);
+            remove_profile(&profile);
             let _ = std::fs::remove_file(&lock_json);
             Error::Upstream(format!("cannot start the browser {}: {why}", binary.display()))
         };
@@ -513,7 +530,7 @@ impl Drop for Chromium {
             let _ = k.thread.join();
         }
         kill_profile(&self.profile, 0, 0);
-        let _ = std::fs::remove_dir_all(&self.profile);
+        remove_profile(&self.profile);
         let _ = std::fs::remove_file(&self.lock_json);
         let lock_path = self.lock_json.with_extension("lock");
         let _ = std::fs::remove_file(lock_path);
