@@ -389,6 +389,22 @@ impl RepoArg {
         }
     }
 
+    /// [`Self::resolve`] for a command that changes or lists what a repository holds beside its
+    /// own files (`add`, `sources`, `remove-source`): with no `--repo`, a folder that is neither
+    /// in a git work tree nor a registered repository is no repository yet, and is not made one
+    /// behind the user's back (`docdex add ~/notes` typed in `~/Downloads` indexed all of it).
+    pub(crate) fn resolve_existing(&self, engine: &crate::engine::Engine) -> anyhow::Result<PathBuf> {
+        let root = self.resolve()?;
+        if self.repo.is_some() || root.join(".git").exists() {
+            return Ok(root);
+        }
+        let real = root.canonicalize().unwrap_or_else(|_| root.clone());
+        match engine.list_repos()?.iter().any(|r| r.path == real) {
+            true => Ok(root),
+            false => Err(crate::error::Error::NotIndexed { path: real }.into()),
+        }
+    }
+
     /// A file or directory argument as the engine takes it. Typed in a subdirectory of the
     /// repository, a relative path that exists there means what the shell means (`docdex
     /// impact lib.rs` in `src/` is `src/lib.rs`, as tab completion offers it), so it is passed

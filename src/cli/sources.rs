@@ -61,7 +61,7 @@ struct Changed<T: Serialize> {
 
 /// Registers the folder, then indexes (a running watcher picks it up itself).
 pub fn add(engine: &Engine, out: &Out, args: AddArgs) -> anyhow::Result<()> {
-    let repo = args.repo.resolve()?;
+    let repo = args.repo.resolve_existing(engine)?;
     let req = AddSourceRequest {
         path: args.path,
         name: args.name,
@@ -71,7 +71,13 @@ pub fn add(engine: &Engine, out: &Out, args: AddArgs) -> anyhow::Result<()> {
     };
     let source = engine.add_source(&repo, &req)?;
     if !args.json {
-        out.note(&output::visible(&format!("added source {} ({}); indexing", source.name, source.path.display())));
+        let into = repo.canonicalize().unwrap_or_else(|_| repo.clone());
+        out.note(&output::visible(&format!(
+            "added source {} ({}) to the repository {}; indexing",
+            source.name,
+            source.path.display(),
+            into.display()
+        )));
     }
     let index = engine.index(&repo, &IndexOptions::default(), &|_: &_| {})?;
     if args.json {
@@ -84,7 +90,7 @@ pub fn add(engine: &Engine, out: &Out, args: AddArgs) -> anyhow::Result<()> {
 
 /// Lists the sources with what the index holds from each.
 pub fn list(engine: &Engine, out: &Out, args: ListArgs) -> anyhow::Result<()> {
-    let list = engine.list_sources(&args.repo.resolve()?)?;
+    let list = engine.list_sources(&args.repo.resolve_existing(engine)?)?;
     if args.json {
         return out.json(&list);
     }
@@ -129,13 +135,19 @@ fn describe(s: &SourceInfo) -> String {
 
 /// Unregisters a source, then indexes (its files leave the index).
 pub fn remove(engine: &Engine, out: &Out, args: RemoveArgs) -> anyhow::Result<()> {
-    let repo = args.repo.resolve()?;
+    let repo = args.repo.resolve_existing(engine)?;
     let source = engine.remove_source(&repo, &args.source)?;
     let index = engine.index(&repo, &IndexOptions::default(), &|_: &_| {})?;
     if args.json {
         out.json(&Changed { source, index })?;
     } else {
-        out.note(&output::visible(&format!("removed source {} ({})", source.name, source.path.display())));
+        let from = repo.canonicalize().unwrap_or_else(|_| repo.clone());
+        out.note(&output::visible(&format!(
+            "removed source {} ({}) from the repository {}",
+            source.name,
+            source.path.display(),
+            from.display()
+        )));
         output::print_index_summary(out, &index);
     }
     Ok(())

@@ -709,7 +709,7 @@ impl Engine {
     pub fn editable_path(&self, repo_path: &Path, key: &str) -> Result<PathBuf> {
         let repo = self.resolve_repo(repo_path)?;
         let found = locate_file(&repo, key)?;
-        self.check_served(&found.root, &found.real, key)?;
+        self.check_served(&found, key)?;
         match index::extract::Format::of(&found.rel) {
             Some(f @ (index::extract::Format::Pdf | index::extract::Format::Docx)) => Err(Error::BadRequest(format!(
                 "{key} is a {} document: an editor would show its bytes, not the text docdex reads from it \
@@ -725,7 +725,7 @@ impl Engine {
         let file = req.path.as_str();
         let repo = self.resolve_repo(repo_path)?;
         let found = locate_file(&repo, file)?;
-        self.check_served(&found.root, &found.real, file)?;
+        self.check_served(&found, file)?;
         let limit = self.config().index.max_file_size_bytes;
         let bytes = fsutil::read_repo_file_capped(&found.root, &found.rel, limit)
             .map_err(|e| unreadable(&found, file, &e))?
@@ -768,11 +768,16 @@ impl Engine {
     /// Refuses a file the index would not take: hidden or ignored (where `.env` files and
     /// credentials live; the same walk rules as indexing, `.gitignore`, `.docdexignore` and
     /// `[index] exclude`), in a document format it does not read (`.odt`, named as `docdex
-    /// status` names it), or over `[index] max_file_size_bytes` (a read is bounded in memory).
-    /// The rule is `index::served`, which context packs and chat's diff apply too.
-    fn check_served(&self, root: &Path, real: &Path, given: &str) -> Result<()> {
-        let rel = repos_rel(root, real);
-        let refused = index::served::refusals(root, std::slice::from_ref(&rel), &self.config().index);
+    /// status` names it), over `[index] max_file_size_bytes` (a read is bounded in memory), or
+    /// left out by its source's `--exclude` / `--include` (kept from agents on purpose). The rule
+    /// is `index::served`, which context packs and chat's diff apply too.
+    fn check_served(&self, found: &LocatedFile, given: &str) -> Result<()> {
+        let rel = repos_rel(&found.root, &found.real);
+        let globs = found
+            .source
+            .as_ref()
+            .map_or_else(Default::default, |s| index::walk::Globs { include: &s.include, exclude: &s.exclude });
+        let refused = index::served::refusals(&found.root, std::slice::from_ref(&rel), &self.config().index, globs);
         match refused.get(&rel) {
             None => Ok(()),
             Some(r) => Err(Error::NotServed { path: given.to_string(), reason: r.reason(), hint: r.hint() }),
@@ -919,6 +924,8 @@ struct LocatedFile {
     rel: String,
     /// The path as responses name it: repo-relative, or a source's `//name/...` key.
     shown: String,
+    /// The registered source it is in (its globs decide what is served), or `None`.
+    source: Option<index::sources::Source>,
 }
 
 /// Finds `file` (repo-relative, absolute, or a `//source/...` key) beneath the repository or a
@@ -937,6 +944,17 @@ fn locate_file(repo: &repos::RepoRef, file: &str) -> Result<LocatedFile> {
             Some(s) => Some((s, rel)),
             None => return Err(index::sources::unknown(file.trim(), name, &srcs)),
         },
+        // `//notes` or `//`: a source (or none) named, no file in it.
+        None if file.trim().starts_with(index::sources::PREFIX) => {
+            let name = file.trim().trim_start_matches('/');
+            return Err(match srcs.iter().find(|s| s.name == name) {
+                Some(s) => Error::BadRequest(format!(
+                    "{file} is the source folder {}: give a file in it ({file}/FILE)",
+                    s.path.display()
+                )),
+                None => index::sources::unknown(file.trim(), name, &srcs),
+            });
+        }
         None => None,
     };
     // The source the file is read from (None: the repository), and the path to open.
@@ -990,7 +1008,7 @@ fn locate_file(repo: &repos::RepoRef, file: &str) -> Result<LocatedFile> {
         Some(s) => index::sources::key(&s.name, &repos_rel(&root, &real)),
         None => repos_rel(&repo.root, &real),
     };
-    Ok(LocatedFile { root, real, rel, shown })
+    Ok(LocatedFile { root, real, rel, shown, source: owner.cloned() })
 }
 
 /// The inclusive line range `get` returns: the request's page (PDF) or lines, else the whole

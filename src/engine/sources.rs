@@ -51,8 +51,14 @@ impl Engine {
     pub fn remove_source(&self, repo_path: &Path, which: &str) -> Result<Source> {
         let repo = self.resolve_repo(repo_path)?;
         let mut all = sources::load(&repo.state_dir);
+        // The name, then the path as typed (a folder gone from disk, or a link now in its place,
+        // still names its own source), then the path with links followed.
+        let typed = std::path::absolute(which).ok();
         let real = std::fs::canonicalize(which).ok();
-        let Some(i) = all.iter().position(|s| s.name == which || Some(&s.path) == real.as_ref()) else {
+        let by_name = all.iter().position(|s| s.name == which);
+        let by_typed = || all.iter().position(|s| Some(&s.path) == typed.as_ref());
+        let by_real = || all.iter().position(|s| Some(&s.path) == real.as_ref());
+        let Some(i) = by_name.or_else(by_typed).or_else(by_real) else {
             let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
             return Err(Error::BadRequest(format!(
                 "no source {which} in {} (sources: {})",

@@ -60,6 +60,8 @@ fn a_source_is_searched_listed_read_and_removed() {
     assert!(f.text.contains("reeds"));
     let f = engine.get_file(&repo, &FileRequest::new(notes.join("heron.md").to_str().unwrap(), None)).unwrap();
     assert_eq!(f.path, "//notes/heron.md");
+    let folder = engine.get_file(&repo, &FileRequest::new("//notes", None)).unwrap_err().to_string();
+    assert!(folder.contains("is the source folder") && folder.contains("give a file in it"), "{folder}");
     for bad in ["//notes/../outside/secret.md", "//notes/linked.md", "//other/heron.md"] {
         assert!(engine.get_file(&repo, &FileRequest::new(bad, None)).is_err(), "{bad} must be refused");
     }
@@ -78,9 +80,13 @@ fn a_source_is_searched_listed_read_and_removed() {
     assert!(engine.add_source(&repo, &add(&env.dir.path().join("missing"))).is_err(), "missing");
     assert!(engine.add_source(&repo, &add(env.dir.path())).is_err(), "contains the repo");
 
-    // Removed: its files leave the index.
-    engine.remove_source(&repo, "notes").unwrap();
+    // Removed: its files leave the index, counted as removals (a skipped binary or link was never in it).
+    std::fs::write(notes.join("photo.bin"), [0u8, 159, 146, 150, 0, 1, 2]).unwrap();
     engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    assert_eq!(engine.list_sources(&repo).unwrap()[0].skipped, 2, "the binary and the link are skipped");
+    engine.remove_source(&repo, "notes").unwrap();
+    let summary = engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    assert_eq!(summary.deleted, 2, "{summary:?}");
     assert!(hit_paths(&engine, &repo, "heron").is_empty());
     assert_eq!(hit_paths(&engine, &repo, "ledger"), ["src/lib.rs"]);
     assert!(engine.list_sources(&repo).unwrap().is_empty());
@@ -189,6 +195,7 @@ fn a_system_or_credentials_folder_is_refused_as_a_source_and_never_indexed() {
 fn a_source_folder_gone_from_disk_is_listed_as_missing_and_its_files_are_kept() {
     let env = Env::new();
     let (repo, notes, _) = setup(&env);
+    std::fs::write(notes.join("handbook.docx"), crate::documents::docx()).unwrap();
     let (r, n) = (repo.to_str().unwrap(), notes.to_str().unwrap());
     env.json(&["add", "--repo", r, n, "--no-watch", "--json"]);
     let away = notes.with_file_name("notes.unmounted");
@@ -201,7 +208,7 @@ fn a_source_folder_gone_from_disk_is_listed_as_missing_and_its_files_are_kept() 
     let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).unwrap();
     assert_eq!(summary.deleted, 0, "{summary:?}");
     let warning = summary.warnings.iter().find(|w| w.starts_with("source notes is missing")).expect("a warning");
-    assert!(warning.contains("the 3 files indexed from it are kept"), "{warning}");
+    assert!(warning.contains("the 4 files indexed from it are kept"), "{warning}");
     let out = env.run(&["index", "--repo", r]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("source notes is missing"), "{out:?}");
     let status = env.engine().status(&repo).unwrap();
@@ -214,6 +221,11 @@ fn a_source_folder_gone_from_disk_is_listed_as_missing_and_its_files_are_kept() 
     assert!(text.contains("(source notes is missing"), "{text}");
     let err = env.engine().get_file(&repo, &FileRequest::new("//notes/heron.md", None)).unwrap_err();
     assert!(err.to_string().contains("the source notes is missing"), "{err}");
+    // A document's snippet comes from the text kept when it was indexed (a text file's cannot).
+    let doc_req = SearchRequest { query: "flamingo checklist".into(), limit: Some(10), ..Default::default() };
+    let doc = env.engine().search(&repo, &doc_req).unwrap().results.remove(0);
+    assert_eq!((doc.path.as_str(), doc.source_missing), ("//notes/handbook.docx", true));
+    assert!(doc.snippet.contains("flamingo checklist"), "{doc:?}");
 
     std::fs::rename(&away, &notes).unwrap();
     write(&notes, "ibis.md", "# Ibis\n\nThe ibis feeds on the mudflats.\n");
@@ -348,6 +360,12 @@ fn a_search_narrows_to_a_source_by_its_key() {
     assert_eq!(egret["results"][0]["path"], "//notes/deep/egret.md", "{egret}");
     let none = env.json(&["search", "--repo", r, "--json", "--path", "//notes/deep/", "heron"]);
     assert!(none["results"].as_array().unwrap().is_empty(), "{none}");
+    // An absolute path inside the source's folder is its key (it was "outside the repository").
+    assert_eq!(paths(n), ["//notes/heron.md"]);
+    let deep = notes.join("deep");
+    let egret = env.json(&["search", "--repo", r, "--json", "--path", deep.to_str().unwrap(), "egrets"]);
+    assert_eq!(egret["results"][0]["path"], "//notes/deep/egret.md", "{egret}");
+    assert!(paths(&format!("{}/", deep.display())).is_empty(), "a folder of the source holding no heron");
 
     let out = env.run(&["search", "--repo", r, "--path", "//nope/", "heron"]);
     assert_eq!(out.status.code(), Some(2));
@@ -401,4 +419,110 @@ fn symbols_impact_and_run_tests_on_a_source_file_say_sources_are_text_only() {
         assert_eq!(res["isError"], true, "{tool}: {res}");
         assert!(text.starts_with("path_outside_repo") && text_only(&text), "{tool}: {text}");
     }
+}
+
+/// A source's `--exclude` kept files out of search only: `get`, HTTP `/v1/open` and MCP
+/// `docdex_open` served them (a private folder excluded from an agent's view was readable by
+/// it). And `--include` admitted files the ignore files and the hidden rule keep out (a
+/// `.gitignore`d note, with `--include '.*'` a `.env`), which search then showed and `get`
+/// refused. A source's globs now narrow the walk's rules, for indexing and serving alike.
+#[test]
+fn a_source_s_globs_decide_what_is_served_as_what_is_indexed() {
+    let env = Env::new();
+    let (repo, notes, _) = setup(&env);
+    write(&notes, "private/diary.md", "My diary: the pelican secret.\n");
+    write(&notes, ".gitignore", "ignored.md\n");
+    write(&notes, "ignored.md", "An ignored heron draft.\n");
+    write(&notes, ".env", "ALPACA_TOKEN=1\n");
+    let engine = env.engine();
+    let req = AddSourceRequest {
+        include: vec!["*.md".into(), ".*".into()],
+        exclude: vec!["private/**".into()],
+        ..add(&notes)
+    };
+    engine.add_source(&repo, &req).unwrap();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    assert!(hit_paths(&engine, &repo, "pelican secret").is_empty());
+    assert!(hit_paths(&engine, &repo, "alpaca token").is_empty(), "a dot file stays out");
+    assert_eq!(hit_paths(&engine, &repo, "heron"), ["//notes/heron.md"], "an ignored file stays out");
+
+    let refused = |file: &str| engine.get_file(&repo, &FileRequest::new(file, None)).unwrap_err();
+    let diary = notes.join("private/diary.md");
+    for file in ["//notes/private/diary.md", diary.to_str().unwrap(), "//notes/scratch.log"] {
+        let e = refused(file);
+        assert_eq!(e.code(), "path_not_served", "{file}: {e}");
+        assert!(e.to_string().contains("left out by the source's `--exclude` or `--include`"), "{file}: {e}");
+    }
+    for file in ["//notes/ignored.md", "//notes/.env"] {
+        let e = refused(file);
+        assert!(e.to_string().contains("hidden or ignored"), "{file}: {e}");
+    }
+    assert!(engine.get_file(&repo, &FileRequest::new("//notes/heron.md", None)).is_ok());
+
+    let r = repo.to_str().unwrap();
+    let mut mcp = McpStdio::start(&env, &["--repo", r], serde_json::json!({}));
+    let res = mcp.call("docdex_open", serde_json::json!({"path": "//notes/private/diary.md"}));
+    let text = res["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    assert_eq!(res["isError"], true, "{res}");
+    assert!(text.starts_with("path_not_served") && !text.contains("pelican"), "{text}");
+}
+
+/// `remove-source PATH` matched the path with links followed only: a source folder deleted from
+/// disk could not be removed by the path `docdex sources` shows, and one replaced by a link to
+/// another source's folder removed that other source.
+#[test]
+fn remove_source_by_path_takes_the_path_as_registered() {
+    let env = Env::new();
+    let (repo, notes, _) = setup(&env);
+    let more = env.repo("more");
+    write(&more, "kestrel.md", "Kestrels hover over the verge.\n");
+    let engine = env.engine();
+    engine.add_source(&repo, &add(&notes)).unwrap();
+    engine.add_source(&repo, &add(&more)).unwrap();
+    std::fs::rename(&notes, notes.with_file_name("notes.gone")).unwrap();
+    std::os::unix::fs::symlink(&more, &notes).unwrap();
+    let gone = engine.remove_source(&repo, notes.to_str().unwrap()).unwrap();
+    assert_eq!(gone.name, "notes", "the source registered at that path, not the one the link leads to");
+    let left: Vec<String> = engine.list_sources(&repo).unwrap().into_iter().map(|s| s.source.name).collect();
+    assert_eq!(left, ["more"]);
+    std::fs::remove_dir_all(&more).unwrap();
+    assert_eq!(engine.remove_source(&repo, more.to_str().unwrap()).unwrap().name, "more", "a folder gone from disk");
+    assert!(engine.list_sources(&repo).unwrap().is_empty());
+}
+
+/// `docdex add ~/notes` typed in a folder that is no repository (not in git, never indexed)
+/// made that folder a repository and indexed all of it, naming neither; `sources` there said
+/// "no sources". Without `--repo` they now say the folder is not indexed (exit 3), and `add`
+/// and `remove-source` name the repository they changed.
+#[test]
+fn source_commands_in_a_folder_that_is_no_repository_say_so() {
+    let env = Env::new();
+    let (repo, notes, _) = setup(&env);
+    let plain = env.repo("downloads");
+    write(&plain, "big-download.txt", "not to be indexed\n");
+    let run_in = |dir: &Path, args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+            .args(args)
+            .current_dir(dir)
+            .env("DOCDEX_HOME", env.home())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    for args in [&["add", notes.to_str().unwrap()][..], &["sources"], &["remove-source", "notes"]] {
+        let out = run_in(&plain, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
+        assert!(err.contains("is not indexed yet") && err.contains("downloads"), "{args:?}: {err}");
+    }
+    assert!(env.engine().list_repos().unwrap().is_empty(), "no repository was made");
+    // In an indexed repository (here one outside git, found as registered) they name it.
+    env.engine().index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    let out = run_in(&repo, &["add", notes.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let shown = repo.canonicalize().unwrap();
+    assert!(err.contains(&format!("to the repository {}", shown.display())), "{err}");
+    let out = run_in(&repo, &["remove-source", "notes"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("from the repository {}", shown.display())), "{err}");
 }

@@ -102,7 +102,7 @@ impl Changes {
         if present.is_empty() {
             return Vec::new();
         }
-        let refused = served::refusals(root, &present, cfg);
+        let refused = served::refusals(root, &present, cfg, Default::default());
         let mut left_out = Vec::new();
         self.files.retain(|f| {
             if f.change == "deleted" {

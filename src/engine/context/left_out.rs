@@ -83,7 +83,7 @@ pub fn classify(root: &Path, rel: &str, refusal: Option<&Refusal>, include_hidde
         (Some(r @ Refusal::TooLarge { .. }), _) => (Why::TooLarge, Some(r.reason())),
         (Some(Refusal::InGit), _) => (Why::InGit, None),
         (Some(Refusal::Unsupported { ext, instead }), _) => (Why::Unsupported, Some(format!(".{ext}: {instead}"))),
-        (Some(r @ Refusal::UnreadRules { .. }), _) => (Why::Ignored, Some(r.reason())),
+        (Some(r @ (Refusal::UnreadRules { .. } | Refusal::SourceGlobs)), _) => (Why::Ignored, Some(r.reason())),
         (Some(Refusal::HiddenOrIgnored), _) if hidden && !include_hidden => (Why::Hidden, None),
         (Some(Refusal::HiddenOrIgnored), _) => (Why::Ignored, None),
         (None, _) => (Why::UntrackedBinary, None),

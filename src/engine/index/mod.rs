@@ -520,8 +520,10 @@ impl IndexSession {
         }
         // Hashes of vanished files, read before their entries go: a new file with one is a rename.
         let mut renames_left = self.hashes_of(&plan.deleted);
+        // Removals from the index: a file it skipped (binary, too large) was never in it.
+        let was_indexed = |p: &&String| self.manifest.files.get(*p).is_none_or(|e| e.skipped.is_none());
+        summary.deleted = plan.deleted.iter().filter(was_indexed).count() as u64;
         let mut changed = self.remove_deleted(&plan.deleted)?;
-        summary.deleted = plan.deleted.len() as u64;
         changed |= self.record_walk_issues(&plan.issues, &mut summary)?;
 
         let run = Run { progress: &progress, sink, started, stop };

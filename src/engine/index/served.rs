@@ -42,6 +42,8 @@ pub enum Refusal {
         /// Why its ignore file is not read.
         why: String,
     },
+    /// In a registered source, matched by its `--exclude` or by none of its `--include` globs.
+    SourceGlobs,
     /// Bigger than `[index] max_file_size_bytes`.
     TooLarge {
         /// The file's size in bytes.
@@ -63,6 +65,7 @@ impl Refusal {
             Refusal::UnreadRules { folder, why } => {
                 format!("in the folder {folder}, which docdex does not walk: {why}")
             }
+            Refusal::SourceGlobs => "left out by the source's `--exclude` or `--include` globs".into(),
             Refusal::TooLarge { size, limit } => {
                 format!("{}, over the {} limit", human_bytes(*size), human_bytes(*limit))
             }
@@ -81,6 +84,10 @@ impl Refusal {
             }
             Refusal::TooLarge { .. } => "; raise `[index] max_file_size_bytes` to index and read it".into(),
             Refusal::UnreadRules { .. } => String::new(),
+            Refusal::SourceGlobs => {
+                "; `docdex sources` shows them: remove the source and add it again with other globs to index and read it"
+                    .into()
+            }
         }
     }
 
@@ -95,8 +102,9 @@ impl Refusal {
 }
 
 /// Each of `rels` (repo-relative, `/`-separated) that docdex does not serve under `root`, with
-/// why; a path missing from the result is served. One walk for all present files.
-pub fn refusals(root: &Path, rels: &[String], cfg: &IndexConfig) -> BTreeMap<String, Refusal> {
+/// why; a path missing from the result is served. One walk for all present files. `globs` are
+/// a registered source's (`root` is then its folder), applied as its index walk applies them.
+pub fn refusals(root: &Path, rels: &[String], cfg: &IndexConfig, globs: walk::Globs) -> BTreeMap<String, Refusal> {
     let mut refused = BTreeMap::new();
     let mut present: Vec<(&String, PathBuf)> = Vec::new();
     // Git's excludes files, read once and only when a path is gone.
@@ -105,7 +113,8 @@ pub fn refusals(root: &Path, rels: &[String], cfg: &IndexConfig) -> BTreeMap<Str
         let abs = root.join(rel);
         if abs.symlink_metadata().is_err() {
             let rules = git_rules.get_or_insert_with(|| GitRules::load(root));
-            if let Some(r) = refused_by_name(root, rel, cfg, rules) {
+            let by_globs = walk::left_out_by_globs(root, rel, globs).then_some(Refusal::SourceGlobs);
+            if let Some(r) = by_globs.or_else(|| refused_by_name(root, rel, cfg, rules)) {
                 refused.insert(rel.clone(), r);
             }
             continue;
@@ -122,7 +131,7 @@ pub fn refusals(root: &Path, rels: &[String], cfg: &IndexConfig) -> BTreeMap<Str
         return refused;
     }
     let wanted: Vec<PathBuf> = present.iter().map(|(_, abs)| abs.clone()).collect();
-    let walked = walk::walk_paths(root, &wanted, cfg, 1, walk::Globs::default());
+    let walked = walk::walk_paths(root, &wanted, cfg, 1, globs);
     let admitted: HashSet<String> = walked.files.into_iter().map(|c| c.rel).collect();
     // What the walk met and noted instead of taking (an unsupported document), as status lists it.
     let noted: HashSet<String> = walked.issues.iter().filter(|i| !i.error).map(|i| i.rel.clone()).collect();
@@ -135,7 +144,9 @@ pub fn refusals(root: &Path, rels: &[String], cfg: &IndexConfig) -> BTreeMap<Str
             rel.starts_with(&format!("{}/", i.rel))
                 .then(|| Refusal::UnreadRules { folder: i.rel.clone(), why: why.into() })
         });
-        refused.insert(rel.clone(), unread.unwrap_or_else(|| passed_over(rel, noted.contains(rel.as_str()))));
+        let by_globs = || walk::left_out_by_globs(root, rel, globs).then_some(Refusal::SourceGlobs);
+        let why = unread.or_else(by_globs).unwrap_or_else(|| passed_over(rel, noted.contains(rel.as_str())));
+        refused.insert(rel.clone(), why);
     }
     refused
 }
@@ -294,7 +305,12 @@ mod tests {
     fn present_files_follow_the_walk_and_the_size_limit() {
         let dir = repo();
         let cfg = IndexConfig { max_file_size_bytes: 1024, ..Default::default() };
-        let got = refusals(dir.path(), &rels(&[".env", "src/a.rs", "big.txt", "secrets/prod.yaml", ".git/HEAD"]), &cfg);
+        let got = refusals(
+            dir.path(),
+            &rels(&[".env", "src/a.rs", "big.txt", "secrets/prod.yaml", ".git/HEAD"]),
+            &cfg,
+            walk::Globs::default(),
+        );
         assert_eq!(got.get(".env"), Some(&Refusal::HiddenOrIgnored));
         assert_eq!(got.get("secrets/prod.yaml"), Some(&Refusal::HiddenOrIgnored));
         assert_eq!(got.get(".git/HEAD"), Some(&Refusal::InGit));
@@ -307,7 +323,12 @@ mod tests {
         let dir = repo();
         std::fs::write(dir.path().join("notes.odt"), b"PK").expect("write");
         std::fs::write(dir.path().join("secrets/old.odt"), b"PK").expect("write");
-        let got = refusals(dir.path(), &rels(&["notes.odt", "secrets/old.odt"]), &IndexConfig::default());
+        let got = refusals(
+            dir.path(),
+            &rels(&["notes.odt", "secrets/old.odt"]),
+            &IndexConfig::default(),
+            walk::Globs::default(),
+        );
         let odt = Refusal::Unsupported { ext: "odt".into(), instead: "convert it to .docx or .pdf" };
         assert_eq!(got.get("notes.odt"), Some(&odt), "{got:?}");
         assert_eq!(got.get("secrets/old.odt"), Some(&Refusal::HiddenOrIgnored), "{got:?}");
@@ -318,7 +339,7 @@ mod tests {
         let dir = repo();
         let cfg = IndexConfig { exclude: vec!["*.key".into()], ..Default::default() };
         let asked = rels(&[".env.prod", "config/.npmrc", "secrets/old.yaml", "tls/server.key", "src/gone.rs"]);
-        let got = refusals(dir.path(), &asked, &cfg);
+        let got = refusals(dir.path(), &asked, &cfg, walk::Globs::default());
         assert_eq!(got.len(), 4, "{got:?}");
         assert!(!got.contains_key("src/gone.rs"), "{got:?}");
         let note = left_out_note(&got, "the diff").expect("a note");

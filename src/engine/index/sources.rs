@@ -206,6 +206,9 @@ pub fn unknown(given: &str, name: &str, sources: &[Source]) -> Error {
 /// refused, naming those there are.
 pub fn prefix(repo: &RepoRef, given: &str) -> Result<Option<String>> {
     let given = given.trim();
+    if Path::new(given).is_absolute() && !given.starts_with(PREFIX) {
+        return Ok(absolute_prefix(repo, given));
+    }
     let Some(rest) = given.strip_prefix(PREFIX) else { return Ok(None) };
     crate::engine::repos::check_given_path(given)?;
     let (name, inside) = rest.split_once('/').unwrap_or((rest, ""));
@@ -219,6 +222,18 @@ pub fn prefix(repo: &RepoRef, given: &str) -> Result<Option<String>> {
     let dir = inside_key.is_empty() || given.ends_with('/');
     let rel = if dir && !inside_key.is_empty() { format!("{inside_key}/") } else { inside_key };
     Ok(Some(key(name, &rel)))
+}
+
+/// An absolute path inside a registered source's folder as a search prefix of its keys
+/// (`/home/me/notes/care` → `//notes/care`), as `get` takes such a path; it was refused as
+/// outside the repository. `None` for a path in no source.
+fn absolute_prefix(repo: &RepoRef, given: &str) -> Option<String> {
+    let real = crate::engine::repos::resolve_existing(Path::new(given));
+    let sources = load(&repo.state_dir);
+    let source = sources.iter().find(|s| real.starts_with(&s.path))?;
+    let rel = crate::engine::index::walk::rel_path(&source.path, &real);
+    let dir = !rel.is_empty() && (given.ends_with('/') || real.is_dir());
+    Some(key(&source.name, &if dir { format!("{rel}/") } else { rel }))
 }
 
 /// `given` as a path of the repository's own files ([`crate::engine::repos::repo_relative`]),
@@ -276,6 +291,11 @@ pub fn locate(repo: &RepoRef, sources: &[Source], key: &str) -> std::io::Result<
             },
         },
     }
+}
+
+/// Whether `key` names a file of a registered source that is missing from disk.
+pub fn in_missing_source(sources: &[Source], key: &str) -> bool {
+    split(key).is_some_and(|(name, _)| sources.iter().any(|s| s.name == name && is_missing(s)))
 }
 
 /// Reads a whole file by its index key, beneath its root (no link followed).

@@ -111,28 +111,73 @@ fn builder(
         b.overrides(o.clone());
     }
     let refused = Refused::default();
-    b.filter_entry(entry_filter(root, cfg, GitRules::load(root), built, targets, (inside, refused.clone())));
+    let filters = Filters { rules: GitRules::load(root), overrides: built, include: include_filter(root, globs) };
+    b.filter_entry(entry_filter(root, cfg, filters, targets, (inside, refused.clone())));
     Ok((b, refused))
 }
 
 /// The overrides a walk needs: `.git` skipped when hidden files are included (it is hidden,
-/// skipped by default), a source's `--include` and `--exclude`, `[index] exclude`. Built only
-/// when needed, as they cost a glob match per entry.
+/// skipped by default), a source's `--exclude`, `[index] exclude`. Built only when needed, as
+/// they cost a glob match per entry. Only exclusions: an override that admits a path wins over
+/// the ignore files and the hidden rule, so a source's `--include '*.md'` as one indexed its
+/// `.gitignore`d notes (and `--include '.*'` its `.env`), which `get` then refused.
 fn overrides(root: &Path, cfg: &IndexConfig, globs: Globs) -> Option<ignore::overrides::Override> {
-    if !cfg.include_hidden && cfg.exclude.is_empty() && globs.include.is_empty() && globs.exclude.is_empty() {
+    if !cfg.include_hidden && cfg.exclude.is_empty() && globs.exclude.is_empty() {
         return None;
     }
     let mut overrides = ignore::overrides::OverrideBuilder::new(root);
     if cfg.include_hidden {
         let _ = overrides.add("!.git/");
     }
-    for pat in globs.include {
-        let _ = overrides.add(pat);
-    }
     for pat in cfg.exclude.iter().chain(globs.exclude) {
         let _ = overrides.add(&format!("!{pat}"));
     }
     overrides.build().ok()
+}
+
+/// A source's `--include` globs, which a file must match one of (when there are any) on top of
+/// every other rule; `None` admits every file.
+pub(crate) fn include_filter(root: &Path, globs: Globs) -> Option<ignore::overrides::Override> {
+    if globs.include.is_empty() {
+        return None;
+    }
+    let mut include = ignore::overrides::OverrideBuilder::new(root);
+    for pat in globs.include {
+        let _ = include.add(pat);
+    }
+    include.build().ok()
+}
+
+/// Whether a source's globs leave out the file `rel` (under `root`): it matches an `--exclude`,
+/// or `--include` globs are given and it matches none.
+pub(crate) fn left_out_by_globs(root: &Path, rel: &str, globs: Globs) -> bool {
+    let path = root.join(rel);
+    if include_filter(root, globs).is_some_and(|i| !i.matched(&path, false).is_whitelist()) {
+        return true;
+    }
+    let mut exclude = ignore::overrides::OverrideBuilder::new(root);
+    for pat in globs.exclude {
+        let _ = exclude.add(&format!("!{pat}"));
+    }
+    // A folder-only pattern (`private/`) matches the file's folders, as the walk meets them.
+    let excluded = |o: &ignore::overrides::Override| {
+        path.ancestors()
+            .skip(1)
+            .take_while(|d| d.starts_with(root) && *d != root)
+            .any(|d| o.matched(d, true).is_ignore())
+            || o.matched(&path, false).is_ignore()
+    };
+    !globs.exclude.is_empty() && exclude.build().is_ok_and(|o| excluded(&o))
+}
+
+/// What an entry filter checks beyond the crate's own rules.
+struct Filters {
+    /// Git's rules the crate misses.
+    rules: GitRules,
+    /// [`overrides`], which git's extra rules must not override either.
+    overrides: Option<ignore::overrides::Override>,
+    /// [`include_filter`].
+    include: Option<ignore::overrides::Override>,
 }
 
 /// Which entries the walk takes (always filtered: a nested repository found anywhere brings
@@ -142,11 +187,11 @@ fn overrides(root: &Path, cfg: &IndexConfig, globs: Globs) -> Option<ignore::ove
 fn entry_filter(
     root: &Path,
     cfg: &IndexConfig,
-    rules: GitRules,
-    built: Option<ignore::overrides::Override>,
+    filters: Filters,
     targets: Option<Targets>,
     (inside, refused): (Inside, Refused),
 ) -> impl Fn(&ignore::DirEntry) -> bool + Send + Sync + 'static {
+    let Filters { rules, overrides: built, include } = filters;
     let root_owned = root.to_path_buf();
     let own_dirs = cfg.own_dirs.clone();
     move |e| {
@@ -160,6 +205,9 @@ fn entry_filter(
             return false;
         }
         if is_credential(e.path(), is_dir) || rules.excludes(e.path(), is_dir, built.as_ref()) {
+            return false;
+        }
+        if !is_dir && include.as_ref().is_some_and(|i| !i.matched(e.path(), false).is_whitelist()) {
             return false;
         }
         let Some(why) = is_dir.then(|| inside.refusal(e.path())).flatten() else { return true };

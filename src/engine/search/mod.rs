@@ -883,6 +883,11 @@ fn cut_snippets(
         let mut pages = Vec::new();
         // Read beneath the repo's root or the registered source's the hit came from.
         let stale = match (extract::Format::of(path), sources::locate(repo, &srcs, path)) {
+            // A document of a missing source: its text was kept when it was indexed (the file
+            // is not read; the hit is stale, as gone).
+            (Some(_), Err(_)) if sources::in_missing_source(&srcs, path) => {
+                read_extracted(repo, path, Path::new(""), commit_time, &mut buf, &mut pages)
+            }
             (_, Err(_)) => {
                 buf.clear();
                 None

@@ -60,7 +60,7 @@ impl Turn<'_> {
     fn leave_out_unserved(&mut self, mut files: Vec<FileDiff>) -> Vec<FileDiff> {
         let paths: Vec<String> =
             files.iter().flat_map(|f| std::iter::once(&f.path).chain(&f.old_path)).cloned().collect();
-        let refused = served::refusals(&self.repo.root, &paths, &self.engine.config().index);
+        let refused = served::refusals(&self.repo.root, &paths, &self.engine.config().index, Default::default());
         if refused.is_empty() {
             return files;
         }
