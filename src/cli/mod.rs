@@ -623,9 +623,10 @@ impl Cli {
 fn init_logging(verbose: u8) {
     // headless_chrome logs its own connection teardown as warnings; lopdf and pdf-extract log
     // what they think of each PDF (encrypted, objects that do not load), which the index
-    // reports as the file's note: noise for users.
+    // reports as the file's note: noise for users. notify warns when a watch on a folder that
+    // is gone is removed (`WatchNotFound`), which the watcher does on purpose and ignores.
     let default = match verbose {
-        0 => "warn,headless_chrome=error,lopdf=off,pdf_extract=off",
+        0 => "warn,headless_chrome=error,lopdf=off,pdf_extract=off,notify=error",
         // Tantivy's per-file "Open Read" lines would bury docdex's own at debug.
         1 => "debug,headless_chrome=info,tungstenite=info,tantivy=info",
         _ => "trace",
