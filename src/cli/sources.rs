@@ -3,7 +3,7 @@
 
 use super::output::{self, Out};
 use super::RepoArg;
-use crate::engine::protocol::{AddSourceRequest, IndexSummary, SourceInfo};
+use crate::engine::protocol::{AddSourceRequest, IndexSummary, Source, SourceInfo};
 use crate::engine::{Engine, IndexOptions};
 use serde::Serialize;
 
@@ -71,13 +71,7 @@ pub fn add(engine: &Engine, out: &Out, args: AddArgs) -> anyhow::Result<()> {
     };
     let source = engine.add_source(&repo, &req)?;
     if !args.json {
-        let into = repo.canonicalize().unwrap_or_else(|_| repo.clone());
-        out.note(&output::visible(&format!(
-            "added source {} ({}) to the repository {}; indexing",
-            source.name,
-            source.path.display(),
-            into.display()
-        )));
+        out.note(&changed("added", &source, "to", &repo, "; indexing"));
     }
     let index = engine.index(&repo, &IndexOptions::default(), &|_: &_| {})?;
     if args.json {
@@ -141,14 +135,20 @@ pub fn remove(engine: &Engine, out: &Out, args: RemoveArgs) -> anyhow::Result<()
     if args.json {
         out.json(&Changed { source, index })?;
     } else {
-        let from = repo.canonicalize().unwrap_or_else(|_| repo.clone());
-        out.note(&output::visible(&format!(
-            "removed source {} ({}) from the repository {}",
-            source.name,
-            source.path.display(),
-            from.display()
-        )));
+        out.note(&changed("removed", &source, "from", &repo, ""));
         output::print_index_summary(out, &index);
     }
     Ok(())
+}
+
+/// `added source notes (/home/me/notes) to the repository /home/me/proj`: which repository a
+/// command run without `--repo` changed is said, as `index` says it.
+fn changed(verb: &str, source: &Source, preposition: &str, repo: &std::path::Path, tail: &str) -> String {
+    let repo = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
+    output::visible(&format!(
+        "{verb} source {} ({}) {preposition} the repository {}{tail}",
+        source.name,
+        source.path.display(),
+        repo.display()
+    ))
 }
