@@ -245,16 +245,29 @@ impl Engine {
     /// repository's walk leaves it out ([`repos::covering_repo`], [`Error::InsideRepo`]): every surface that adds one (`index
     /// --repo`, the workbench's add prompt, a server's initialize) comes through here.
     fn check_not_covered(&self, repo: &RepoRef) -> Result<()> {
+        match self.covering_repo(repo)? {
+            None => Ok(()),
+            Some(outer) => {
+                let prefix = repo.root.strip_prefix(&outer).unwrap_or(&repo.root).to_string_lossy().into_owned();
+                Err(Error::InsideRepo { path: repo.root.clone(), repo: outer, prefix })
+            }
+        }
+    }
+
+    /// The registered repository that already indexes `repo`'s folder (the nearest above it),
+    /// or `None`: `repo` is registered itself, its own git top-level, in no registered
+    /// repository, or in a folder that repository's walk leaves out (`vendor/` ignored, a dot
+    /// folder), which may be a repository of its own. A server's `initialize` of such a folder
+    /// mounts that repository instead.
+    pub fn covering_repo(&self, repo: &RepoRef) -> Result<Option<PathBuf>> {
         let registered: Vec<PathBuf> =
             self.inner.registry.list()?.into_iter().filter(|r| !r.missing).map(|r| r.path).collect();
-        let Some(outer) = repos::covering_repo(&repo.root, &registered) else { return Ok(()) };
+        let Some(outer) = repos::covering_repo(&repo.root, &registered) else { return Ok(None) };
         let prefix = repo.root.strip_prefix(&outer).unwrap_or(&repo.root).to_string_lossy().into_owned();
-        // A folder the enclosing repository's walk leaves out (`vendor/` ignored, a dot folder)
-        // is not indexed by it, so it may be a repository of its own.
-        if index::served::folder_left_out(&outer, &prefix, &self.inner.config.index) {
-            return Ok(());
+        match index::served::folder_left_out(&outer, &prefix, &self.inner.config.index) {
+            true => Ok(None),
+            false => Ok(Some(outer)),
         }
-        Err(Error::InsideRepo { path: repo.root.clone(), repo: outer, prefix })
     }
 
     /// Opens a writer session on a repo (registering it), for one run or a watcher.

@@ -93,17 +93,33 @@ impl Mounts {
     }
 
     /// Makes room for one more mount: stops the keeper of the least recently used one and
-    /// forgets it (its thread ends at its next batch; shutdown still joins it).
+    /// forgets it (its thread ends at its next batch; shutdown still joins it). A mount still
+    /// building its first index is let go only when every mount is: it would start over when
+    /// next named, and the client that initialized it saw `indexing` turn into `not_indexed`
+    /// with no word why.
     fn let_go_least_used(&self, mounts: &mut HashMap<String, Arc<Mount>>) {
         while mounts.len() >= self.max {
-            let Some(fp) = mounts.iter().min_by_key(|(_, m)| m.used.load(Ordering::Relaxed)).map(|(fp, _)| fp.clone())
-            else {
-                return;
+            let first_index = |m: &Arc<Mount>| m.state() == FreshState::CatchingUp && !self.engine.has_index(&m.repo);
+            let least_used = |first: bool| {
+                mounts
+                    .iter()
+                    .filter(|(_, m)| first_index(m) == first)
+                    .min_by_key(|(_, m)| m.used.load(Ordering::Relaxed))
+                    .map(|(fp, _)| fp.clone())
             };
+            let Some(fp) = least_used(false).or_else(|| least_used(true)) else { return };
             if let Some(m) = mounts.remove(&fp) {
+                let was_first = first_index(&m);
                 m.stop.store(true, Ordering::SeqCst);
                 m.state.send_replace(FreshState::Stopped);
-                tracing::info!(repo = %m.repo.root.display(), max = self.max, "let go of the least recently used mount ([server] max_repos)");
+                match was_first {
+                    true => {
+                        tracing::warn!(repo = %m.repo.root.display(), max = self.max, "let go of a mount during its first index, every mount being in one ([server] max_repos): it starts over when next initialized")
+                    }
+                    false => {
+                        tracing::info!(repo = %m.repo.root.display(), max = self.max, "let go of the least recently used mount ([server] max_repos)")
+                    }
+                }
             }
         }
     }
@@ -201,5 +217,43 @@ pub fn release_free_memory() {
     // SAFETY: malloc_trim only releases free heap pages; it has no preconditions.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A daemon at `max_repos` let go of the least recently used mount even when it was
+    /// building its first index: the work was lost, and the client that initialized it saw
+    /// `indexing` turn into `not_indexed` with no word why.
+    #[test]
+    fn a_mount_building_its_first_index_is_let_go_last() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let engine = Engine::open_at(&dir.path().join("home")).expect("engine");
+        let repo = |name: &str| {
+            let p = dir.path().join(name);
+            std::fs::create_dir_all(&p).expect("mkdir");
+            p
+        };
+        // No keepers (watch off): the test sets each mount's state itself.
+        let mounts = Mounts::new(engine, false, 2);
+        let first = mounts.mount(&repo("first")).expect("mount");
+        first.state.send_replace(FreshState::CatchingUp);
+        first.used.store(1, Ordering::Relaxed);
+        let other = mounts.mount(&repo("other")).expect("mount");
+        mounts.mount(&repo("third")).expect("mount");
+        let kept: Vec<String> = mounts.all().iter().map(|m| m.repo.root.display().to_string()).collect();
+        assert_eq!(kept.len(), 2, "{kept:?}");
+        assert!(mounts.get(&first.repo.fingerprint).is_some(), "the first index goes on: {kept:?}");
+        assert!(mounts.get(&other.repo.fingerprint).is_none(), "the least used of the rest went: {kept:?}");
+        // Every mount in a first index: the least used goes all the same (the bound holds).
+        for m in mounts.all() {
+            m.state.send_replace(FreshState::CatchingUp);
+        }
+        first.used.store(1, Ordering::Relaxed);
+        mounts.mount(&repo("fourth")).expect("mount");
+        assert!(mounts.get(&first.repo.fingerprint).is_none());
+        assert_eq!(mounts.all().len(), 2);
     }
 }

@@ -19,7 +19,7 @@ use axum::routing::get;
 use axum::{middleware, Extension, Json, Router};
 use serde_json::Value;
 use std::sync::{Arc, OnceLock};
-use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
 /// The whole application: HTTP endpoints, MCP transports (when enabled), the error
@@ -69,10 +69,14 @@ pub fn app(state: AppState, with_mcp: bool) -> (Router, Vec<Operation>) {
         .layer(middleware::from_fn(log_failures))
         // One span per request (method, path, version; status and latency at its end), so
         // everything an endpoint logs says which request it belongs to. Failures are logged by
-        // `log_failures`: tower-http's line named no route, its span being off at `warn`.
+        // `log_failures`: tower-http's line named no route, its span being off at `warn`. The
+        // path, not the URI: tower-http's span put the query string (`?api_key=...`, a token a
+        // client put there) on every line logged under `-v`.
         .layer(
             TraceLayer::new_for_http()
-                .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
+                .make_span_with(|req: &axum::extract::Request| {
+                    tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), version = ?req.version())
+                })
                 .on_response(DefaultOnResponse::new().level(Level::DEBUG))
                 .on_failure(()),
         )

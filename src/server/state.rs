@@ -305,6 +305,17 @@ impl AppState {
     /// a single-repo process only its own.
     pub fn initialize(&self, selector: &str) -> Result<Arc<Mount>, ApiError> {
         let repo = self.lookup(selector)?;
+        // A folder of a repository docdex indexes (an agent host's working directory): that
+        // repository, as `docdex mcp` started in the folder binds it. Mounted as named, its
+        // index could never be built (the folder is the other's), so it said `indexing` for
+        // ever, took a `max_repos` place and sent clients to retry.
+        let repo = match self.engine().covering_repo(&repo)? {
+            Some(outer) => {
+                tracing::info!(folder = %repo.root.display(), repo = %outer.display(), "initialize of a folder of an indexed repository mounts that repository");
+                self.engine().resolve_repo(&outer)?
+            }
+            None => repo,
+        };
         // A root docdex never serves (`/etc`) is refused as such on `serve` too, before "this
         // server serves only ...": `unknown_repo` there, `forbidden_repo` on the daemon.
         self.engine().check_servable(&repo)?;

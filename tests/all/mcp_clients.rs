@@ -169,11 +169,13 @@ fn stdio_mcp_requires_the_token_in_initialize_and_keeps_stdout_clean() {
         json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
 
     let (resp, _) = stdio_initialize(&env, &repo, base.clone());
-    assert!(resp["error"]["message"].as_str().unwrap().contains("auth_token"), "{resp}");
+    assert!(resp["error"]["message"].as_str().unwrap().contains("requires `auth_token`"), "{resp}");
     let mut wrong = base.clone();
     wrong["auth_token"] = json!("nope");
     let (resp, _) = stdio_initialize(&env, &repo, wrong);
-    assert!(resp["error"].is_object(), "{resp}");
+    // A wrong token is said as such (it read as if none had been sent).
+    let message = resp["error"]["message"].as_str().unwrap();
+    assert!(message.contains("the `auth_token` sent is not this server's") && !message.contains("nope"), "{resp}");
 
     let mut right = base;
     right["auth_token"] = json!("stdio-token");

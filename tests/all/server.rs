@@ -1789,6 +1789,28 @@ async fn a_folder_of_a_repository_named_as_the_repository_names_that_repository(
         crate::server_util::mcp_post(&c, &url, Some(&session), &call).send().await.unwrap().text().await.unwrap();
     assert!(body.contains("isError") && body.contains(&format!("name {root_s} as the repository")), "{body}");
     assert!(!body.contains("docdex_index"), "{body}");
+
+    // `initialize` of the folder (an agent host's working directory) mounts the repository:
+    // the folder's own mount said `indexing` for ever (its index can never be built) and took
+    // a `max_repos` place, and every search was told to retry.
+    let init = json!({"rootUri": format!("file://{folder_s}")});
+    let (s, v) = json_of(c.post(daemon.url("/v1/initialize")).json(&init).send().await.unwrap()).await;
+    assert_eq!((s, v["repo"].as_str()), (200, Some(root_s)), "{v}");
+    assert!(v["status"] == "ready" || v["status"] == "stale", "searchable at once: {v}");
+    let (s, v) = json_of(c.get(daemon.url("/v1/status")).send().await.unwrap()).await;
+    let repos = v["repos"].as_array().unwrap();
+    let mounted: Vec<&str> = repos.iter().filter_map(|r| r["mount"]["repo"].as_str()).collect();
+    assert_eq!((s, mounted), (200, vec![root_s]), "{v}");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}, "rootUri": format!("file://{folder_s}")}});
+    let r = crate::server_util::mcp_post(&c, &url, None, &init).send().await.unwrap();
+    let session = r.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_string();
+    r.text().await.unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "docdex_search", "arguments": {"query": "session"}}});
+    let body =
+        crate::server_util::mcp_post(&c, &url, Some(&session), &call).send().await.unwrap().text().await.unwrap();
+    assert!(!body.contains("isError\":true") && body.contains("session.rs"), "{body}");
 }
 
 /// Every file under `dir` whose name starts with `prefix`.
@@ -1892,4 +1914,22 @@ async fn no_get_mounts_a_repository_or_writes_a_file_per_name_it_is_given() {
     assert_eq!(r.status().as_u16(), 200);
     let (_, health) = json_of(c.get(daemon.url("/healthz")).send().await.unwrap()).await;
     assert_eq!(health["repos_mounted"], 1, "{health}");
+}
+
+/// Under `-v` every line logged during a request carries the request's span, and tower-http's
+/// span held the whole URI: a token a client put in the query (`?api_key=...`) was in the log,
+/// the failure line among them, which names the path only.
+#[tokio::test]
+async fn a_query_string_never_reaches_the_log() {
+    let env = Env::new();
+    let daemon = Server::start(&env, &["-v", "daemon"], &[]);
+    let c = client();
+    for path in ["/healthz?token=QuerySecret1", "/v1/models?api_key=QuerySecret2"] {
+        c.get(daemon.url(path)).send().await.unwrap();
+    }
+    let log = || daemon.stderr.lock().unwrap().clone();
+    eventually("the requests are logged", || async { log().contains("path=/v1/models") }).await;
+    let log = log();
+    assert!(log.contains("path=/healthz"), "{log}");
+    assert!(!log.contains("QuerySecret"), "{log}");
 }

@@ -175,10 +175,12 @@ impl ServerHandler for DocdexMcp {
     ) -> Result<InitializeResult, McpError> {
         let extras = self.take_extras(&context);
         if self.token_in_initialize && !self.app.auth().accepts(extras.auth_token.as_deref()) {
-            return Err(McpError::invalid_request(
-                "unauthorized: this server requires `auth_token` in the initialize params (the value of DOCDEX_AUTH_TOKEN)",
-                None,
-            ));
+            // Said apart, as HTTP says them: a client that sent a token needs another one.
+            let why = match extras.auth_token {
+                None => "unauthorized: this server requires `auth_token` in the initialize params (the value of DOCDEX_AUTH_TOKEN)",
+                Some(_) => "unauthorized: the `auth_token` sent is not this server's; send the value of DOCDEX_AUTH_TOKEN it was started with",
+            };
+            return Err(McpError::invalid_request(why, None));
         }
         if let Some(root) = extras.root {
             let app = self.app.clone();
