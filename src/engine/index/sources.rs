@@ -135,7 +135,8 @@ pub fn is_missing(source: &Source) -> bool {
 /// What became of a missing source's folder (see [`is_missing`]); `None` when it is there.
 pub fn why_missing(source: &Source) -> Option<String> {
     match std::fs::canonicalize(&source.path) {
-        Err(_) => Some("is not a folder any more".into()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("is gone (moved, deleted or not mounted)".into()),
+        Err(e) => Some(format!("cannot be reached: {e}")),
         Ok(real) if real != source.path => Some(format!("now leads to {} through a link", real.display())),
         Ok(real) if !real.is_dir() => Some("is not a folder any more".into()),
         Ok(_) => None,
@@ -367,7 +368,15 @@ pub fn make(repo: &RepoRef, existing: &[Source], req: &AddSourceRequest, home: &
     };
     let base: String =
         base.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' }).collect();
-    let base = if base.trim_matches(&['.', '-'][..]).is_empty() { "source".to_string() } else { base };
+    let usable = !base.trim_matches(&['.', '-'][..]).is_empty();
+    // A name typed with --name is used as typed or refused: `..`, `//` or `a/b` became `source`
+    // or `a-b` with no word but the printed name.
+    if let Some(n) = name.filter(|n| !usable || *n != base) {
+        return Err(Error::BadRequest(format!(
+            "--name {n:?} cannot name a source (its hits are keyed //NAME/...): use letters, digits, `.`, `_` and `-`, not only dots and dashes"
+        )));
+    }
+    let base = if usable { base } else { "source".to_string() };
     if name.is_some() && existing.iter().any(|s| s.name == base) {
         return Err(Error::BadRequest(format!("a source named {base} exists already")));
     }
@@ -400,11 +409,34 @@ mod tests {
         let srcs =
             vec![Source { name: "n".into(), path: "/docs".into(), include: vec![], exclude: vec![], watch: true }];
         let err = locate(&repo, &srcs, "//n/x.md").unwrap_err();
-        assert_eq!(err.to_string(), "the source n is missing: /docs is not a folder any more");
+        assert_eq!(err.to_string(), "the source n is missing: /docs is gone (moved, deleted or not mounted)");
         assert!(locate(&repo, &srcs, "//other/x.md").is_err());
         assert_eq!(key_of(&repo, &srcs, Path::new("/docs/a/x.md")).as_deref(), Some("//n/a/x.md"));
         assert_eq!(key_of(&repo, &srcs, Path::new("/r/src/x.rs")).as_deref(), Some("src/x.rs"));
         assert_eq!(key_of(&repo, &srcs, Path::new("/etc/passwd")), None);
+    }
+
+    #[test]
+    fn a_name_given_is_used_as_typed_or_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        let (repo_root, notes, home) = (real.join("r"), real.join("my notes"), real.join("home"));
+        for d in [&repo_root, &notes] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let repo = RepoRef::new(repo_root, "f".into(), real.join("s"));
+        let req = |name: Option<&str>| AddSourceRequest {
+            path: notes.clone(),
+            name: name.map(str::to_string),
+            ..Default::default()
+        };
+        for bad in ["..", ".", "//", "a/b", "é", "--"] {
+            let err = make(&repo, &[], &req(Some(bad)), &home).unwrap_err().to_string();
+            assert!(err.contains("cannot name a source"), "{bad}: {err}");
+        }
+        assert_eq!(make(&repo, &[], &req(Some("field-notes_2.0")), &home).unwrap().name, "field-notes_2.0");
+        // A folder's own name is made usable: it was never typed as a name.
+        assert_eq!(make(&repo, &[], &req(None), &home).unwrap().name, "my-notes");
     }
 
     #[test]
