@@ -106,6 +106,62 @@ fn ignore_files_linked_out_of_the_repository_fifos_and_dev_zero_are_never_read()
     assert_eq!(search["results"].as_array().unwrap().len(), 2, "{search}");
 }
 
+/// The crate reads each repository's `.git/info/exclude` (the root's, a nested clone's, as one
+/// arrives in an unpacked tarball) as plainly as a `.gitignore`: a FIFO there hung `docdex
+/// index`, a link to /dev/zero aborted it out of memory. Judged as the ignore files are.
+#[test]
+fn a_git_info_exclude_that_is_a_fifo_or_dev_zero_is_never_read() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    git(&repo, &["init", "-q"]);
+    write(
+        &repo,
+        "top.md",
+        "kestrel at the top
+",
+    );
+    for lib in ["fifo", "zero"] {
+        write(
+            &repo,
+            &format!("vend/{lib}/a.md"),
+            "kestrel vendored
+",
+        );
+        write(
+            &repo,
+            &format!("vend/{lib}/.git/HEAD"),
+            "ref: refs/heads/main
+",
+        );
+        std::fs::create_dir_all(repo.join(format!("vend/{lib}/.git/info"))).unwrap();
+    }
+    mkfifo(&repo.join("vend/fifo/.git/info/exclude"));
+    std::os::unix::fs::symlink("/dev/zero", repo.join("vend/zero/.git/info/exclude")).unwrap();
+    let root = repo.to_str().unwrap();
+    let out = run_bounded(&env, &["index", "--repo", root, "--json"], 60);
+    assert!(out.status.success(), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reasons: Vec<String> =
+        v["skipped"].as_array().unwrap().iter().map(|s| format!("{}: {}", s["path"], s["reason"])).collect();
+    assert!(
+        reasons.iter().any(|r| r.contains("vend/fifo") && r.contains(".git/info/exclude is not a regular file")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("vend/zero") && r.contains(".git/info/exclude is a link to /dev/zero")),
+        "{reasons:?}"
+    );
+    let search = env.json(&["search", "--repo", root, "kestrel", "--json"]);
+    assert_eq!(search["results"].as_array().unwrap().len(), 1, "{search}");
+    // The repository's own: the run is refused, naming it.
+    mkfifo(&repo.join(".git/info/exclude.fifo"));
+    std::fs::remove_file(repo.join(".git/info/exclude")).ok();
+    std::fs::rename(repo.join(".git/info/exclude.fifo"), repo.join(".git/info/exclude")).unwrap();
+    let out = run_bounded(&env, &["index", "--repo", root], 60);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("its .git/info/exclude is not a regular file"), "{}", text(&out));
+}
+
 #[test]
 fn hints_files_linked_out_of_the_repository_or_fifos_are_not_read() {
     let env = Env::new();

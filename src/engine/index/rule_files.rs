@@ -19,6 +19,9 @@ pub const DOCDEX_IGNORE: &str = ".docdexignore";
 /// The names the walk reads in every folder.
 pub const NAMES: [&str; 3] = [DOCDEX_IGNORE, ".ignore", ".gitignore"];
 
+/// A repository's own excludes file, under its `.git` folder.
+pub const GIT_EXCLUDE: &str = "info/exclude";
+
 /// Git's bound on an ignore file (`PATTERN_MAX_FILE_SIZE`): larger ones are not read.
 pub const MAX_BYTES: u64 = 100 * 1024 * 1024;
 
@@ -40,7 +43,13 @@ impl Inside {
     /// inside) the root. Absent files, dangling links and link loops are fine: the crate skips
     /// what does not exist.
     pub fn refusal(&self, dir: &Path) -> Option<String> {
-        NAMES.iter().find_map(|name| self.why(&dir.join(name)).map(|why| format!("its {name} {why}")))
+        let own = NAMES.iter().find_map(|name| self.why(&dir.join(name)).map(|why| format!("its {name} {why}")));
+        // The crate reads a repository's `.git/info/exclude` too (the root's, a nested
+        // clone's), as plainly: a FIFO there hung the run, a link to /dev/zero aborted it.
+        own.or_else(|| {
+            let git = dir.join(".git");
+            git.is_dir().then(|| self.why(&git.join(GIT_EXCLUDE)).map(|why| format!("its .git/{GIT_EXCLUDE} {why}")))?
+        })
     }
 
     /// Whether the ignore file `file` may be read: absent, or a regular file of at most
