@@ -229,7 +229,7 @@ pub enum Error {
     #[error("the request was stopped by its caller before it finished")]
     Cancelled,
     /// The on-disk index could not be opened or written.
-    #[error("index error in {path}: {message}. Run `docdex index --repo <repo> --rebuild` if it persists")]
+    #[error("index error in {path}: {message}. If it persists, run `docdex index --rebuild` in its repository")]
     Index {
         /// The index directory.
         path: PathBuf,

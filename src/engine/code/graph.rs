@@ -831,13 +831,11 @@ pub fn load(path: &Path) -> Result<Option<ImpactGraph>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io("reading", path, e)),
     };
-    let corrupt = |message: String| {
-        Error::CorruptState {
+    let corrupt = |message: String| Error::CorruptState {
         path: path.into(),
         message: format!(
-            "{message}; run `docdex index --repo <repo>` (or `docdex graph rebuild --repo <repo>`) to rebuild the impact graph"
+            "{message}; run `docdex index` (or `docdex graph rebuild`) in its repository to rebuild the impact graph"
         ),
-    }
     };
     let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
     match value.get("schema") {

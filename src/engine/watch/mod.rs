@@ -108,11 +108,18 @@ impl Engine {
         session.status().sources_indexed(followed.version);
         report(WatchReport::Ready(summary));
         let debounce = Duration::from_millis(self.config().index.watch_debounce_ms);
+        let mut retry = Retry::default();
 
         while !stop.load(Ordering::Relaxed) {
             if followed.checked.elapsed() >= Duration::from_secs(1) {
                 check_index_and_root(session, &repo.root, root_id)?;
-                self.follow_sources(&repo, session, &mut watches, &mut followed, (report, stop));
+                if !self.follow_sources(&repo, session, &mut watches, &mut followed, (report, stop)) {
+                    retry.after(false, session);
+                }
+            }
+            if retry.due() {
+                let done = self.apply(&repo, session, BTreeSet::from([repo.root.clone()]), (report, stop));
+                retry.after(done, session);
             }
             let events = match next_batch(&rx, debounce) {
                 Next::Batch(events) => events,
@@ -131,9 +138,15 @@ impl Engine {
             // A root deleted or moved away reads as every file deleted: end the watch before
             // that batch empties an index the root may well come back to.
             check_root(&repo.root, root_id)?;
-            session.status().queued(batch.paths.len() as u64, true);
-            self.apply(&repo, session, batch.paths, (report, stop));
+            let mut paths = batch.paths;
+            if retry.owed() {
+                // What a failed batch held is unknown now: compare the whole tree.
+                paths.insert(repo.root.clone());
+            }
+            session.status().queued(paths.len() as u64, true);
+            let done = self.apply(&repo, session, paths, (report, stop));
             session.status().queued(0, true);
+            retry.after(done, session);
         }
         Ok(())
     }
@@ -141,7 +154,7 @@ impl Engine {
     /// Re-reads the registered sources (once a second): a changed list, or a source folder
     /// deleted and made again (a remount, a checkout: the OS watch on the old one is gone), is
     /// watched anew and taken in by a full run; then the list's version is marked indexed,
-    /// which `docdex add` waits for.
+    /// which `docdex add` waits for. `false` when that run failed.
     fn follow_sources(
         &self,
         repo: &RepoRef,
@@ -149,19 +162,21 @@ impl Engine {
         watches: &mut Watches,
         followed: &mut FollowedSources,
         (report, stop): (&dyn Fn(WatchReport), &AtomicBool),
-    ) {
+    ) -> bool {
         let now = FollowedSources::read(&repo.state_dir);
+        let mut done = true;
         if now.list != followed.list || now.dirs != followed.dirs {
             watches.set_sources(&now.list, report);
             session.status().unwatched(watches.unwatched_summary());
             session.status().queued(1, true);
-            self.apply(repo, session, BTreeSet::from([repo.root.clone()]), (report, stop));
+            done = self.apply(repo, session, BTreeSet::from([repo.root.clone()]), (report, stop));
             session.status().queued(0, true);
         }
-        if now.version != followed.version {
+        if now.version != followed.version && done {
             session.status().sources_indexed(now.version);
         }
         *followed = now;
+        done
     }
 
     /// The OS watcher (nothing watched yet), its events on the returned channel, and the
@@ -193,13 +208,15 @@ impl Engine {
         Ok((watcher, rx, filter))
     }
 
+    /// Indexes one batch; `false` when it failed (the disk full, the index unwritable), its
+    /// changes then owed to a full run ([`Retry`]).
     fn apply(
         &self,
         repo: &RepoRef,
         session: &mut IndexSession,
         paths: BTreeSet<PathBuf>,
         (report, stop): (&dyn Fn(WatchReport), &AtomicBool),
-    ) {
+    ) -> bool {
         // A changed ignore file can change what belongs in the index anywhere below it. The
         // repository root itself stands for a full run (sources or git's rules changed).
         let full = touches_ignore_file(&paths) || paths.contains(&repo.root);
@@ -218,9 +235,49 @@ impl Engine {
                 self.prepare_search(repo);
                 summary.embeddings = Some(self.embed_index(repo, session, false, &quiet, stop));
                 report(WatchReport::Applied { paths: rel, summary });
+                true
             }
-            Err(e) => report(WatchReport::Failed(e.to_string())),
+            Err(e) => {
+                report(WatchReport::Failed(format!("{e}; the watcher retries the whole tree until a run succeeds")));
+                false
+            }
         }
+    }
+}
+
+/// A failed batch's changes, owed to a full run: retried on a back-off (2 s doubling to a
+/// minute) and folded into the next batch. A batch that failed for a full disk was dropped: the
+/// index stayed behind the disk after space was freed, status said `ready`, and `docdex index`
+/// said the watcher kept it current.
+#[derive(Default)]
+struct Retry {
+    /// When the next full run is due; `None` when nothing is owed.
+    due: Option<std::time::Instant>,
+    backoff: Duration,
+}
+
+impl Retry {
+    const FIRST: Duration = Duration::from_secs(2);
+    const MAX: Duration = Duration::from_secs(60);
+
+    fn owed(&self) -> bool {
+        self.due.is_some()
+    }
+
+    fn due(&self) -> bool {
+        self.due.is_some_and(|at| std::time::Instant::now() >= at)
+    }
+
+    /// After a run: forgets what was owed when it succeeded, else schedules the next try and
+    /// keeps one change queued in status, so it does not read as caught up.
+    fn after(&mut self, succeeded: bool, session: &IndexSession) {
+        if succeeded {
+            *self = Retry::default();
+            return;
+        }
+        self.backoff = if self.backoff.is_zero() { Self::FIRST } else { (self.backoff * 2).min(Self::MAX) };
+        self.due = Some(std::time::Instant::now() + self.backoff);
+        session.status().queued(1, true);
     }
 }
 

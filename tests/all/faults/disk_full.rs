@@ -200,3 +200,45 @@ echo "=== freed"; "$DOCDEX" profile add --agent keeper --category style "after t
     assert!(freed.contains("exit=0") && freed.contains("kept through a full disk"), "{freed}");
     assert!(freed.contains("after the space") && !freed.contains("another"), "{freed}");
 }
+
+/// Tour 33 F1: under `docdex watch`, a batch that failed for a full disk was dropped. Once
+/// space was freed nothing retried it: the index stayed behind the disk, status said `ready`,
+/// and `docdex index` said the watcher kept the index current. The watcher now owes a full run
+/// and retries it until one succeeds.
+#[test]
+fn a_watcher_retries_a_batch_the_full_disk_failed() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    for i in 0..20 {
+        write(&repo, &format!("s{i}.py"), format!("def fn_{i}():\n    return {i}\n"));
+    }
+    let script = format!(
+        r#"R={repo}
+"$DOCDEX" index --repo "$R" --quiet 2>&1 || exit 1
+"$DOCDEX" watch --repo "$R" >/dev/null 2>&1 &
+W=$!
+sleep 2
+dd if=/dev/zero of="$HOME_DIR/filler" bs=1k count=100000 2>/dev/null
+i=0; while [ $i -lt 120 ]; do
+  words=""; j=0; while [ $j -lt 200 ]; do words="$words word${{i}}x$j"; j=$((j+1)); done
+  echo "osprey$i $words" > "$R/g$i.md"; i=$((i+1))
+done
+sleep 4
+rm -f "$HOME_DIR/filler"
+found=no; n=0
+while [ $n -lt 80 ]; do
+  if "$DOCDEX" search --repo "$R" osprey77 --json 2>/dev/null | grep -q '"g77.md"'; then found=yes; break; fi
+  sleep 0.5; n=$((n+1))
+done
+echo "=== found"; echo "$found"
+echo "=== status"; "$DOCDEX" status --repo "$R" --json 2>&1
+kill $W; wait $W 2>/dev/null
+echo "=== end"
+"#,
+        repo = repo.display()
+    );
+    let Some(out) = with_small_disk(&env, 3 * 1024, &script) else { return };
+    assert_eq!(section(&out, "found").trim(), "yes", "the failed batch made it in once there was space: {out}");
+    let status = section(&out, "status");
+    assert!(status.contains("\"documents\": 140") || status.contains("\"documents\":140"), "{status}");
+}
