@@ -94,6 +94,10 @@ pub struct IndexConfig {
     pub exclude: Vec<String>,
     /// Index hidden files and directories (dot-files) too.
     pub include_hidden: bool,
+    /// Walk into file systems mounted inside the repository (a bind mount, a volume, a disk).
+    /// Off, a mount point is not walked, indexed or served, and is named in status: a bind
+    /// mount of `/etc` made `/etc/shadow` part of the repository.
+    pub cross_file_systems: bool,
     /// Watcher debounce window in milliseconds (200 to 500).
     pub watch_debounce_ms: u64,
     /// A repository's first index commits once it has read this many bytes, so search answers
@@ -113,6 +117,7 @@ impl Default for IndexConfig {
             threads: 0,
             exclude: Vec::new(),
             include_hidden: false,
+            cross_file_systems: false,
             watch_debounce_ms: 250,
             first_commit_bytes: 32 * 1024 * 1024,
             own_dirs: Vec::new(),

@@ -194,6 +194,8 @@ fn entry_filter(
     let Filters { rules, overrides: built, include } = filters;
     let root_owned = root.to_path_buf();
     let own_dirs = cfg.own_dirs.clone();
+    // The root's file system: a folder on another (a mount point) is not walked unless asked.
+    let root_device = (!cfg.cross_file_systems).then(|| device(root)).flatten();
     move |e| {
         if targets.as_ref().is_some_and(|t| !t.admits(&rel_path(&root_owned, e.path()))) {
             return false;
@@ -210,12 +212,36 @@ fn entry_filter(
         if !is_dir && include.as_ref().is_some_and(|i| !i.matched(e.path(), false).is_whitelist()) {
             return false;
         }
-        let Some(why) = is_dir.then(|| inside.refusal(e.path())).flatten() else { return true };
+        let mounted = || {
+            let other = root_device.is_some_and(|root| e.metadata().is_ok_and(|m| dev_of(&m) != root));
+            other.then(|| OTHER_FILE_SYSTEM.to_string())
+        };
+        let Some(why) = is_dir.then(|| inside.refusal(e.path()).or_else(mounted)).flatten() else { return true };
         if let Ok(mut r) = refused.lock() {
             r.push((e.path().to_path_buf(), why));
         }
         false
     }
+}
+
+/// Why a mount point inside a root is not walked.
+const OTHER_FILE_SYSTEM: &str = "another file system is mounted here (a bind mount, a volume or a disk), \
+     which docdex does not walk into: what it holds comes from outside the repository; \
+     `[index] cross_file_systems = true` walks it";
+
+/// The device a path's file system is on (`None` where unknown).
+fn device(path: &Path) -> Option<u64> {
+    std::fs::metadata(path).ok().map(|m| dev_of(&m))
+}
+
+#[cfg(unix)]
+fn dev_of(m: &std::fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::dev(m)
+}
+
+#[cfg(not(unix))]
+fn dev_of(_: &std::fs::Metadata) -> u64 {
+    0
 }
 
 /// Folders that hold credentials, by name anywhere under a root.

@@ -204,3 +204,52 @@ fn a_dot_dot_through_the_root_is_named_as_such() {
     let msg = e.to_string();
     assert!(msg.contains("`..`") && !msg.contains("symbolic link"), "{msg}");
 }
+
+/// Tour 33 F3: the walk crossed mount points, so a bind mount of `/etc` inside a repository
+/// indexed `/etc` and `get` served `etcbind/shadow`, though `--repo /etc` is refused. A folder
+/// on another file system is not walked (indexed, watched or served) unless `[index]
+/// cross_file_systems` says so. The mount is a tmpfs in a private mount namespace (`unshare
+/// -rm`); skipped where unprivileged namespaces are not allowed.
+#[test]
+fn a_file_system_mounted_inside_the_repository_is_not_walked() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "top.md", "a heron at the top\n");
+    std::fs::create_dir_all(repo.join("mnt")).unwrap();
+    let script = r#"set -u
+mount -t tmpfs tmpfs "$R/mnt" || exit 97
+echo "a heron in the mount" > "$R/mnt/inner.md"
+echo "=== index"; "$DOCDEX" index --repo "$R" --json 2>&1
+echo "=== search"; "$DOCDEX" search --repo "$R" heron --json 2>&1
+echo "=== get"; "$DOCDEX" get --repo "$R" mnt/inner.md 2>&1; echo "exit=$?"
+printf '[index]\ncross_file_systems = true\n' > "$DOCDEX_HOME/config.toml"
+echo "=== crossed"; "$DOCDEX" index --repo "$R" --quiet 2>&1; "$DOCDEX" get --repo "$R" mnt/inner.md 2>&1; echo "exit=$?"
+echo "=== end"
+"#;
+    std::fs::create_dir_all(env.home()).unwrap();
+    let out = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", script])
+        .env("R", &repo)
+        .env("DOCDEX_HOME", env.home())
+        .env("DOCDEX", env!("CARGO_BIN_EXE_docdex"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    if out.status.code() == Some(97) || out.stdout.is_empty() {
+        eprintln!("skipping: no private mount here: {}", String::from_utf8_lossy(&out.stderr));
+        return;
+    }
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    let section = |name: &str| {
+        let start = out.find(&format!("=== {name}\n")).unwrap_or_else(|| panic!("no {name} in {out}"));
+        let rest = &out[start..];
+        rest[..rest[4..].find("=== ").map_or(rest.len(), |i| i + 4)].to_string()
+    };
+    let index = section("index");
+    assert!(index.contains("\"mnt\"") && index.contains("another file system is mounted here"), "{index}");
+    let search = section("search");
+    assert!(search.contains("top.md") && !search.contains("inner.md"), "{search}");
+    let get = section("get");
+    assert!(get.contains("exit=2") && get.contains("another file system is mounted here"), "{get}");
+    assert!(section("crossed").contains("a heron in the mount"), "{out}");
+}
