@@ -602,15 +602,17 @@ impl IndexSession {
 
         // What the walk covered: every manifest path under a walked start, or under a vanished
         // path (for a full walk, everything: the files of a removed source go too).
+        // Looked up by each key's folders (a set), not compared with every start: a batch of
+        // 10,000 paths in a 20,000-file repository took 11 s comparing each with each.
+        let starts: HashSet<&str> = prefixes.iter().map(String::as_str).collect();
         let covered = |rel: &str| match scope {
             _ if kept.iter().any(|k| rel.starts_with(k.as_str())) => false,
             Scope::Full => true,
+            // The repo root covers the repo's paths, not the sources' keys.
+            Scope::Paths(_) if starts.contains("") && !rel.starts_with(sources::PREFIX) => true,
             Scope::Paths(_) => {
-                // The repo root covers the repo's paths, not the sources' keys.
-                let under = |p: &str| {
-                    (p.is_empty() && !rel.starts_with(sources::PREFIX)) || rel == p || rel.starts_with(&format!("{p}/"))
-                };
-                prefixes.iter().any(|p| under(p))
+                starts.contains(rel)
+                    || rel.match_indices('/').any(|(i, _)| i > 0 && !rel[..i].is_empty() && starts.contains(&rel[..i]))
             }
         };
         let seen: HashSet<&str> =
