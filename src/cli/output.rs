@@ -258,10 +258,11 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
         count(s.files, "file"),
         count(s.chunks, "chunk"),
         s.seconds,
-        // A first index is built from scratch too; only a later one is a rebuild.
-        match (s.rebuilt, s.generation) {
-            (true, 1) => "first index; ",
-            (true, _) => "rebuilt; ",
+        // A first index is built from scratch too; only a later one is a rebuild (a large first
+        // index, committed in steps, said `rebuilt`).
+        match (s.first_index, s.rebuilt) {
+            (true, _) => "first index; ",
+            (false, true) => "rebuilt; ",
             _ => "",
         },
         s.added,

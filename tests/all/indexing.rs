@@ -781,8 +781,20 @@ fn a_large_first_index_is_searchable_as_text_then_parsed_and_a_small_one_in_one_
     let segments = meta["segments"].as_array().unwrap();
     assert_eq!(segments.len(), 1, "{meta}");
     assert!(segments[0]["deletes"].is_null(), "{meta}");
+    // It is the first index, whatever its generation (the command line said `rebuilt`).
+    assert!(s.first_index && s.generation > 1, "{s:?}");
     let again = index(&env, &repo);
     assert_eq!((again.unchanged, again.added, again.updated), (31, 0, 0), "nothing is left to parse");
+    assert!(!again.first_index && !again.rebuilt, "{again:?}");
+    let other = Env::new();
+    other.write_config(
+        "[index]
+first_commit_bytes = 4096
+",
+    );
+    let out = other.run(&["index", "--repo", repo.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("(first index; ") && !said.contains("rebuilt"), "{said}");
 
     // Small: one pass, searchable only at its end.
     let small = Env::new();

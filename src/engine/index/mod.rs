@@ -938,6 +938,7 @@ impl IndexSession {
         summary.bytes_read = progress.bytes_read();
         summary.generation = self.generation;
         summary.rebuilt = self.rebuilt;
+        summary.first_index = self.rebuilt && self.staging.is_none();
         // `apply` and `record_walk_issues` listed the files this run skipped anew.
         let this_run: HashSet<String> = summary.skipped.drain(..).map(|f| f.path).collect();
         for (path, e) in &self.manifest.files {

@@ -87,6 +87,10 @@ pub struct IndexSummary {
     pub seconds: f64,
     /// True when the index was rebuilt from scratch.
     pub rebuilt: bool,
+    /// True when this run built the repository's first index (built from scratch too, but no
+    /// rebuild: a large one commits in steps, so its generation is past 1).
+    #[serde(default)]
+    pub first_index: bool,
     /// Commits this run made: one per batch of about 256 MB of files read, so a large first
     /// index is kept in steps.
     #[serde(default)]
