@@ -1157,3 +1157,24 @@ fn a_folder_of_a_registered_repository_is_refused_unless_it_is_its_own_git_repos
     let refused = env.engine().index(&proj.join("web"), &IndexOptions::default(), &quiet());
     assert!(matches!(refused, Err(docdex::Error::InsideRepo { .. })), "{refused:?}");
 }
+
+/// Tour 33 F6: a file 600 folders deep was indexed and found by search, while `get` refused
+/// its path (over the 256 components a path given to docdex may have). The walk stops at the
+/// depth `get` reads, naming the folder it did not enter.
+#[test]
+fn the_walk_goes_no_deeper_than_a_path_docdex_reads() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    let deep = |n: usize| vec!["d"; n].join("/");
+    write(&repo, &format!("{}/shallow.md", deep(100)), "a plover at one hundred\n");
+    write(&repo, &format!("{}/deep.md", deep(300)), "a plover at three hundred\n");
+    let r = repo.to_str().unwrap();
+    let v = env.json(&["index", "--repo", r, "--json"]);
+    let skipped = v["skipped"].to_string();
+    assert!(skipped.contains("254 folders deep"), "{v}");
+    let hits = env.json(&["search", "--repo", r, "plover", "--json"]);
+    let paths: Vec<&str> = hits["results"].as_array().unwrap().iter().map(|h| h["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, [format!("{}/shallow.md", deep(100))], "{hits}");
+    let out = env.run(&["get", "--repo", r, paths[0]]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

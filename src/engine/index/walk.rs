@@ -212,6 +212,12 @@ fn entry_filter(
         if !is_dir && include.as_ref().is_some_and(|i| !i.matched(e.path(), false).is_whitelist()) {
             return false;
         }
+        if is_dir && e.depth() >= MAX_DIR_DEPTH {
+            if let Ok(mut r) = refused.lock() {
+                r.push((e.path().to_path_buf(), TOO_DEEP.to_string()));
+            }
+            return false;
+        }
         let mounted = || {
             let other = root_device.is_some_and(|root| e.metadata().is_ok_and(|m| dev_of(&m) != root));
             other.then(|| OTHER_FILE_SYSTEM.to_string())
@@ -223,6 +229,13 @@ fn entry_filter(
         false
     }
 }
+
+/// The deepest folder a walk enters: its files' paths (a source's key adds its name) stay
+/// within the components a path given to docdex may have, so what is indexed can be read
+/// (`get` refused a file found 600 folders deep).
+const MAX_DIR_DEPTH: usize = crate::engine::repos::MAX_GIVEN_PATH_PARTS - 2;
+/// Why a folder that deep is not walked.
+const TOO_DEEP: &str = "it lies 254 folders deep, the most docdex walks: a path it reads has at most 256 components";
 
 /// Why a mount point inside a root is not walked.
 const OTHER_FILE_SYSTEM: &str = "another file system is mounted here (a bind mount, a volume or a disk), \
