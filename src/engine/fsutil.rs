@@ -191,6 +191,30 @@ fn open_lock_file(path: &Path) -> Result<File> {
     o.open(path).at("opening lock", path)
 }
 
+/// A file's modification time in nanoseconds since the epoch (0 when the platform has none).
+pub fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// A file's status-change time in nanoseconds (0 where the platform has none). Unlike the
+/// mtime, no one can set it back: a `chmod`, or content rewritten with its mtime restored
+/// (`cp -p`, `rsync -t`, an archive extracted over it), moves it.
+pub fn ctime_ns(meta: &std::fs::Metadata) -> i64 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        meta.ctime().saturating_mul(1_000_000_000).saturating_add(meta.ctime_nsec())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        0
+    }
+}
+
 /// A directory's identity (device, inode): a directory made again at the same path is another
 /// one, which an open watch or a run that began on the old one must not take for it.
 pub fn dir_identity(dir: &Path) -> Option<(u64, u64)> {

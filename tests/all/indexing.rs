@@ -1116,6 +1116,54 @@ fn bytes_read_leave_out_files_deleted_before_they_were_read() {
     assert_eq!(s.bytes_read + s.vanished * size, 3000 * size, "{s:?}");
 }
 
+/// tour33 F7: `bytes_read` counts what was read. A sparse file of 4 GiB (skipped for its size
+/// before any read) and a binary file (known by its first bytes) were counted whole.
+#[test]
+fn bytes_read_count_only_the_bytes_read() {
+    let env = Env::new();
+    let repo = env.repo("sparse");
+    write(&repo, "small.py", "def heron(): pass\n");
+    std::fs::File::create(repo.join("huge.log")).unwrap().set_len(4 << 30).unwrap();
+    std::fs::write(repo.join("blob.bin"), vec![0u8; 400 * 1024]).unwrap();
+    let s = index(&env, &repo);
+    let skipped: Vec<&str> = s.skipped.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(skipped, ["blob.bin", "huge.log"], "{s:?}");
+    assert!(s.bytes_read > 0 && s.bytes_read < 64 * 1024, "{s:?}");
+}
+
+/// A file rewritten with its size and mtime put back (`cp -p`, `rsync -t`, an archive
+/// extracted over it) is indexed again: its status-change time moved, which no one can set
+/// back. A `chmod` alone (which can make a file unreadable) is read once, found unchanged,
+/// and not read again.
+#[test]
+fn a_file_rewritten_with_its_mtime_put_back_is_indexed_again() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "notes.md", "the heron waits by the water\n");
+    index(&env, &repo);
+    let path = repo.join("notes.md");
+    let before = std::fs::metadata(&path).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&path, "the egret waits by the water\n").unwrap();
+    let file = std::fs::File::options().append(true).open(&path).unwrap();
+    file.set_modified(before.modified().unwrap()).unwrap();
+    let after = std::fs::metadata(&path).unwrap();
+    assert_eq!((after.len(), after.modified().unwrap()), (before.len(), before.modified().unwrap()));
+    let s = index(&env, &repo);
+    assert_eq!((s.updated, s.unchanged), (1, 0), "{s:?}");
+    assert_eq!(hit_paths(&env.engine(), &repo, "egret"), ["notes.md"]);
+    assert!(hit_paths(&env.engine(), &repo, "heron").is_empty());
+
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let s = index(&env, &repo);
+    assert_eq!((s.updated, s.unchanged, s.commits), (0, 1, 0), "{s:?}");
+    assert!(s.bytes_read > 0, "a chmod alone was not looked at: {s:?}");
+    let s = index(&env, &repo);
+    assert_eq!(s.bytes_read, 0, "read again with nothing changed: {s:?}");
+}
+
 /// tour18 F13: a folder of a registered repository was accepted as a repository of its own,
 /// its files then in two indexes. Refused, saying which repository covers it and how to search
 /// only the folder; a nested git repository (its own top-level) is a repository and is

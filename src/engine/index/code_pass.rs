@@ -186,7 +186,8 @@ impl CodePass {
             }
             let current = stored.get(rel).is_some_and(|(h, lang)| *h == e.hash && !drifted.contains(lang.as_str()));
             if !current {
-                todo.push(Candidate { rel: rel.clone(), abs: root.join(rel), size: e.size, mtime_ns: e.mtime_ns });
+                let (size, mtime_ns, ctime_ns) = (e.size, e.mtime_ns, e.ctime_ns);
+                todo.push(Candidate { rel: rel.clone(), abs: root.join(rel), size, mtime_ns, ctime_ns });
             }
         }
         for rel in stored.keys() {

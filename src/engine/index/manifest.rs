@@ -20,6 +20,10 @@ pub struct FileEntry {
     pub size: u64,
     /// Modification time, nanoseconds since the epoch.
     pub mtime_ns: i64,
+    /// Status-change time, nanoseconds (0: recorded before docdex kept it, or no such time
+    /// here). A file whose ctime moved is read again even when size and mtime match.
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub ctime_ns: i64,
     /// xxh3-64 of the content (0 when not read).
     pub hash: u64,
     /// Chunks in the index for this file.
@@ -47,6 +51,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_zero_i64(n: &i64) -> bool {
+    *n == 0
+}
+
 impl FileEntry {
     /// An entry for a file that is not in the index: skipped on purpose (binary, too large,
     /// symlink) or, with `error`, unreadable and retried on every run.
@@ -54,6 +62,7 @@ impl FileEntry {
         FileEntry {
             size,
             mtime_ns,
+            ctime_ns: 0,
             hash: 0,
             chunks: 0,
             lang: String::new(),
@@ -221,12 +230,7 @@ pub struct Stamp {
 impl Stamp {
     fn of(path: &Path) -> Stamp {
         let Ok(meta) = std::fs::metadata(path) else { return Stamp::default() };
-        let mtime_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-        Stamp { len: meta.len(), mtime_ns, inode: inode(&meta) }
+        Stamp { len: meta.len(), mtime_ns: crate::engine::fsutil::mtime_ns(&meta), inode: inode(&meta) }
     }
 }
 

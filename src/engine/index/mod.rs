@@ -126,6 +126,9 @@ pub struct IndexSession {
     /// file newly skipped): saved at the end of a run that commits nothing, so the next run
     /// does not read those files again.
     manifest_dirty: bool,
+    /// Bytes this run read from disk (what the summary reports: a file skipped for its size
+    /// before any read, or found binary by its first bytes, counts what was read of it).
+    bytes_read: AtomicU64,
     status: StatusFile,
     /// The symbol store's writer; `None` when the code pass is off (plain-index benchmarks).
     /// Behind a mutex only because `process` runs on rayon threads through `&self`; it is
@@ -242,6 +245,7 @@ impl IndexSession {
             compacting: false,
             manifest_behind,
             manifest_dirty: false,
+            bytes_read: AtomicU64::new(0),
             resumed: status.interrupted_run(),
             status,
             code: code_pass,
@@ -418,6 +422,7 @@ impl IndexSession {
             Scope::Paths(p) => Some(p.len()),
         };
         let _span = tracing::info_span!("index_run", repo = %self.repo.root.display(), paths).entered();
+        self.bytes_read.store(0, Ordering::Relaxed);
         if let Some(why) = &self.broken {
             return Err(Error::Index { path: self.repo.state_dir.clone(), message: why.clone() });
         }
@@ -546,7 +551,7 @@ impl IndexSession {
         if matches!(scope, Scope::Full) {
             self.manifest_behind = false;
         }
-        self.sum_up(&mut summary, &progress, started);
+        self.sum_up(&mut summary, started);
         sink.progress(&IndexProgress { phase: "done".into(), ..progress.snapshot("done") });
         Ok(summary)
     }
@@ -695,6 +700,7 @@ impl IndexSession {
                         && !e.text_only
                         && e.size == c.size
                         && e.mtime_ns == c.mtime_ns
+                        && e.ctime_ns == c.ctime_ns
                         && !e.extracted_by_older(&c.rel) =>
                 {
                     // A file skipped before and untouched since is listed as skipped, not counted here.
@@ -861,7 +867,7 @@ impl IndexSession {
                     return (c.rel.clone(), None);
                 }
                 let r = self.extract_only(c);
-                progress.done(c.size.min(self.cfg.max_file_size_bytes), true);
+                progress.done(c.size.min(self.cfg.max_file_size_bytes));
                 (c.rel.clone(), r)
             })
             .collect();
@@ -899,8 +905,7 @@ impl IndexSession {
                         return (c.rel.clone(), None);
                     }
                     let o = self.process(c, batch.parse);
-                    let read = !matches!(o, Outcome::Vanished | Outcome::Error(_));
-                    progress.done(c.size.min(self.cfg.max_file_size_bytes), read);
+                    progress.done(c.size.min(self.cfg.max_file_size_bytes));
                     (c.rel.clone(), Some(o))
                 })
                 .collect();
@@ -931,11 +936,11 @@ impl IndexSession {
     }
 
     /// Fills in the totals of a finished run: counts, bytes read, generation, skipped files.
-    fn sum_up(&self, summary: &mut IndexSummary, progress: &Progress, started: Instant) {
+    fn sum_up(&self, summary: &mut IndexSummary, started: Instant) {
         let (files, chunks) = self.manifest.counts();
         summary.files = files;
         summary.chunks = chunks;
-        summary.bytes_read = progress.bytes_read();
+        summary.bytes_read = self.bytes_read.load(Ordering::Relaxed);
         summary.generation = self.generation;
         summary.rebuilt = self.rebuilt;
         summary.first_index = self.rebuilt && self.staging.is_none();
@@ -1004,6 +1009,7 @@ impl IndexSession {
             entry: FileEntry {
                 size: c.size,
                 mtime_ns: c.mtime_ns,
+                ctime_ns: c.ctime_ns,
                 hash,
                 chunks: chunks.len() as u32,
                 lang: lang.to_string(),
@@ -1021,8 +1027,8 @@ impl IndexSession {
     /// outcome that ends its processing here: skipped, unreadable, or unchanged (touched).
     fn read_extracted(&self, c: &walk::Candidate) -> std::result::Result<ReadFile, Box<Outcome>> {
         let max = self.cfg.max_file_size_bytes;
-        let skipped = |reason: String| Box::new(Outcome::Skipped { reason, size: c.size, mtime_ns: c.mtime_ns });
-        let touched = || Box::new(Outcome::Touched { size: c.size, mtime_ns: c.mtime_ns });
+        let skipped = |reason: String| Box::new(Outcome::Skipped { reason, seen: Seen::of(c) });
+        let touched = || Box::new(Outcome::Touched { seen: Seen::of(c) });
         if c.size > max {
             return Err(skipped(format!("too large ({:.1} MB > {:.1} MB limit)", mb(c.size), mb(max))));
         }
@@ -1032,7 +1038,7 @@ impl IndexSession {
         let Ok((root, rel)) = sources::locate(&self.repo, &self.sources, &c.rel) else {
             return Err(Box::new(Outcome::Error("its source is no longer registered".into())));
         };
-        let bytes = match read_text(&root, &rel, c.size, max, format.is_none()) {
+        let bytes = match read_text(&root, &rel, c.size, max, format.is_none(), &self.bytes_read) {
             Ok(Read::Text(b)) => b,
             Ok(Read::Binary) => return Err(skipped("binary".into())),
             Ok(Read::TooLarge) => return Err(skipped(format!("too large (> {:.1} MB limit)", mb(max)))),
@@ -1101,10 +1107,11 @@ impl IndexSession {
     /// The code pass alone, for a file the text index already has (symbol store repair).
     fn extract_only(&self, c: &walk::Candidate) -> Option<(u64, CodeResult)> {
         let lang = Lang::from_path(Path::new(&c.rel))?;
-        let bytes = match read_text(&self.repo.root, &c.rel, c.size, self.cfg.max_file_size_bytes, true) {
-            Ok(Read::Text(b)) => b,
-            _ => return None, // gone, unreadable or no longer text now: the next full update sees it
-        };
+        let bytes =
+            match read_text(&self.repo.root, &c.rel, c.size, self.cfg.max_file_size_bytes, true, &self.bytes_read) {
+                Ok(Read::Text(b)) => b,
+                _ => return None, // gone, unreadable or no longer text now: the next full update sees it
+            };
         let text = crate::engine::fsutil::decode_text(&bytes);
         let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
         Some((hash, code_pass::analyze(lang, &text, &c.rel)))
@@ -1153,19 +1160,19 @@ impl IndexSession {
                 self.manifest.files.insert(rel, entry);
                 true
             }
-            Outcome::Touched { size, mtime_ns } => {
+            Outcome::Touched { seen } => {
                 s.unchanged += 1;
                 self.manifest_dirty = true;
                 if let Some(e) = self.manifest.files.get_mut(&rel) {
-                    e.size = size;
-                    e.mtime_ns = mtime_ns;
+                    (e.size, e.mtime_ns, e.ctime_ns) = (seen.size, seen.mtime_ns, seen.ctime_ns);
                 }
                 false
             }
-            Outcome::Skipped { reason, size, mtime_ns } => {
+            Outcome::Skipped { reason, seen } => {
                 s.skipped.push(SkippedFile { path: rel.clone(), reason: reason.clone(), this_run: true });
                 self.unindex(&rel, was_indexed, s);
-                self.manifest.files.insert(rel, FileEntry::not_indexed(reason, false, size, mtime_ns));
+                let entry = FileEntry::not_indexed(reason, false, seen.size, seen.mtime_ns);
+                self.manifest.files.insert(rel, FileEntry { ctime_ns: seen.ctime_ns, ..entry });
                 self.manifest_dirty = true;
                 was_indexed
             }
@@ -1454,7 +1461,7 @@ enum Read {
 /// is followed at any component and nothing outside the repo is reached
 /// ([`crate::engine::fsutil::open_repo_file`]), a FIFO or device is never waited on, and no
 /// more than `max` bytes are read.
-fn read_text(root: &Path, rel: &str, size_hint: u64, max: u64, sniff: bool) -> std::io::Result<Read> {
+fn read_text(root: &Path, rel: &str, size_hint: u64, max: u64, sniff: bool, read: &AtomicU64) -> std::io::Result<Read> {
     use std::io::Read as _;
     let mut f = match crate::engine::fsutil::open_repo_file(root, rel) {
         Ok(f) => f,
@@ -1465,12 +1472,16 @@ fn read_text(root: &Path, rel: &str, size_hint: u64, max: u64, sniff: bool) -> s
         Err(e) => return Err(e),
     };
     let mut bytes = Vec::with_capacity(size_hint.min(max) as usize + 1);
+    let counted = |bytes: &[u8]| read.fetch_add(bytes.len() as u64, Ordering::Relaxed);
     (&mut f).take(BINARY_SNIFF as u64).read_to_end(&mut bytes)?;
     if sniff && crate::engine::fsutil::looks_binary(&bytes) {
+        counted(&bytes);
         return Ok(Read::Binary);
     }
     let left = (max + 1).saturating_sub(bytes.len() as u64);
-    f.take(left).read_to_end(&mut bytes)?;
+    let rest = f.take(left).read_to_end(&mut bytes);
+    counted(&bytes);
+    rest?;
     if bytes.len() as u64 > max {
         return Ok(Read::TooLarge);
     }
@@ -1530,12 +1541,26 @@ impl FileDocs<'_> {
     }
 }
 
+/// The version of a file the walk saw, kept in the manifest when its content was not indexed.
+#[derive(Clone, Copy)]
+struct Seen {
+    size: u64,
+    mtime_ns: i64,
+    ctime_ns: i64,
+}
+
+impl Seen {
+    fn of(c: &walk::Candidate) -> Seen {
+        Seen { size: c.size, mtime_ns: c.mtime_ns, ctime_ns: c.ctime_ns }
+    }
+}
+
 /// What became of one file. `Vanished`: gone between the walk and the read (deleted or renamed
 /// meanwhile), no error; the next walk sees what took its place.
 enum Outcome {
     Indexed { entry: FileEntry, code: Option<CodeResult>, notes: Vec<String> },
-    Touched { size: u64, mtime_ns: i64 },
-    Skipped { reason: String, size: u64, mtime_ns: i64 },
+    Touched { seen: Seen },
+    Skipped { reason: String, seen: Seen },
     Error(String),
     Vanished,
 }
@@ -1616,11 +1641,6 @@ struct Progress {
     bytes_total: AtomicU64,
     files_done: AtomicU64,
     bytes_done: AtomicU64,
-    /// Bytes read by the phases before this one (the summary's `bytes_read` is the run's).
-    bytes_before: AtomicU64,
-    /// Bytes of files counted done but not read (gone, unreadable): the bar moves past them,
-    /// the summary's `bytes_read` does not count them.
-    bytes_unread: AtomicU64,
     /// Set once a text-first run has its text pass live and is parsing.
     parsing: std::sync::atomic::AtomicBool,
 }
@@ -1632,24 +1652,17 @@ impl Progress {
             bytes_total: AtomicU64::new(bytes_total),
             files_done: AtomicU64::new(0),
             bytes_done: AtomicU64::new(0),
-            bytes_before: AtomicU64::new(0),
-            bytes_unread: AtomicU64::new(0),
             parsing: Default::default(),
         }
     }
     /// The parse pass of a text-first run begins: `files` files of `bytes` to parse, counted
     /// from 0 under the phase `parsing`.
     fn start_parsing(&self, files: u64, bytes: u64) {
-        self.bytes_before.fetch_add(self.bytes_done.swap(0, Ordering::Relaxed), Ordering::Relaxed);
+        self.bytes_done.store(0, Ordering::Relaxed);
         self.files_done.store(0, Ordering::Relaxed);
         self.files_total.store(files, Ordering::Relaxed);
         self.bytes_total.store(bytes, Ordering::Relaxed);
         self.parsing.store(true, Ordering::Relaxed);
-    }
-    /// Bytes read in the whole run, every phase.
-    fn bytes_read(&self) -> u64 {
-        let counted = self.bytes_before.load(Ordering::Relaxed) + self.bytes_done.load(Ordering::Relaxed);
-        counted.saturating_sub(self.bytes_unread.load(Ordering::Relaxed))
     }
     /// The phase the ticker reports: `indexing`, or `parsing` after a text pass went live.
     fn stage(&self) -> &'static str {
@@ -1659,13 +1672,10 @@ impl Progress {
             "indexing"
         }
     }
-    /// A file is done; `read` is false when it was gone or could not be read.
-    fn done(&self, bytes: u64, read: bool) {
+    /// A file is done: the bar moves past its bytes, read or not.
+    fn done(&self, bytes: u64) {
         self.files_done.fetch_add(1, Ordering::Relaxed);
         self.bytes_done.fetch_add(bytes, Ordering::Relaxed);
-        if !read {
-            self.bytes_unread.fetch_add(bytes, Ordering::Relaxed);
-        }
     }
     fn snapshot(&self, phase: &str) -> IndexProgress {
         IndexProgress {
@@ -1732,13 +1742,13 @@ mod disk_tests {
         let mut session = engine.open_index_session(&repo, false).unwrap();
         session.update(&Scope::Full, &|_: &IndexProgress| {}).unwrap();
         let abs = root.path().join("gone.txt");
-        let listed = walk::Candidate { rel: "gone.txt".into(), abs: abs.clone(), size: 11, mtime_ns: 1 };
+        let listed = walk::Candidate { rel: "gone.txt".into(), abs: abs.clone(), size: 11, mtime_ns: 1, ctime_ns: 1 };
         std::fs::remove_file(&abs).unwrap();
         let mut summary = IndexSummary::default();
         let outcome = session.process(&listed, true);
         session.ensure_writer().unwrap();
         assert!(session.apply("gone.txt".into(), outcome, &mut summary, &mut HashMap::new()));
-        session.sum_up(&mut summary, &Progress::new(1, 11), Instant::now());
+        session.sum_up(&mut summary, Instant::now());
         assert!(summary.errors.is_empty(), "{:?}", summary.errors);
         assert_eq!((summary.deleted, summary.vanished, summary.files), (1, 1, 1), "{summary:?}");
         assert!(!session.manifest.files.contains_key("gone.txt"));
@@ -1751,6 +1761,7 @@ mod disk_tests {
             abs: PathBuf::from(format!("/r/f{i}")),
             size: 10,
             mtime_ns: 0,
+            ctime_ns: 0,
         };
         let todo: Vec<walk::Candidate> = (0..25).map(c).collect();
         let sizes: Vec<usize> = batches(&todo, 20, 100).iter().map(|b| b.len()).collect();

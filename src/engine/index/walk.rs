@@ -11,6 +11,7 @@
 use super::gitrules::GitRules;
 use super::rule_files::Inside;
 use crate::config::IndexConfig;
+use crate::engine::fsutil;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -25,6 +26,9 @@ pub struct Candidate {
     pub size: u64,
     /// Modification time in nanoseconds.
     pub mtime_ns: i64,
+    /// Status-change time in nanoseconds: catches what size and mtime miss (a `chmod` that
+    /// makes the file unreadable, content rewritten with its mtime restored).
+    pub ctime_ns: i64,
 }
 
 /// Something the walk passed over, and why.
@@ -517,13 +521,8 @@ fn visit(root: &Path, entry: Result<ignore::DirEntry, ignore::Error>, out: &Mute
     }
     match entry.metadata() {
         Ok(md) => {
-            let mtime_ns = md
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map(|d| d.as_nanos() as i64)
-                .unwrap_or(0);
-            let c = Candidate { rel, abs: entry.path().to_path_buf(), size: md.len(), mtime_ns };
+            let (mtime_ns, ctime_ns) = (fsutil::mtime_ns(&md), fsutil::ctime_ns(&md));
+            let c = Candidate { rel, abs: entry.path().to_path_buf(), size: md.len(), mtime_ns, ctime_ns };
             if let Ok(mut o) = out.lock() {
                 o.files.push(c);
             }
