@@ -169,7 +169,11 @@ pub const EXAMPLES: &[(&str, &[Example])] = &[
         "repo",
         &[
             ("docdex repo list", "the known repositories (a moved or deleted one is marked MISSING)"),
-            ("docdex repo remove ../old-app --purge", "forget one and delete its index"),
+            ("docdex repo remove ../old-app --purge", "forget one and delete its index (its memories only with --yes)"),
+            (
+                "docdex repo move ~/src/app ~/work/app",
+                "the folder moved: carry its index, memories and chat sessions along",
+            ),
         ],
     ),
     ("add", &[("docdex add ~/notes --include '*.md'", "a folder outside the repository, searched with it")]),

@@ -329,9 +329,21 @@ enum RepoAction {
     Remove {
         /// The repository path.
         path: PathBuf,
-        /// Delete its state directory too.
+        /// Delete its state directory too: its index, and (only with --yes) its memories and
+        /// chat sessions.
         #[arg(long)]
         purge: bool,
+        /// With --purge: delete its memories and chat sessions too (refused without it).
+        #[arg(long, requires = "purge")]
+        yes: bool,
+    },
+    /// Carry a moved repository's index, memories, chat sessions and sources to its folder's
+    /// new path (its state is kept by path).
+    Move {
+        /// Where the repository was (as `docdex repo list` shows it).
+        from: PathBuf,
+        /// Where its folder is now.
+        to: PathBuf,
     },
 }
 
@@ -732,7 +744,10 @@ fn dispatch(engine: Engine, out: &Out, home: Option<&Path>, command: Command) ->
         Command::Status { repo, json } => status(&engine, out, &repo, json)?,
         Command::Watch { repo, json } => watch(&engine, out, &repo, json)?,
         Command::Repo { action: RepoAction::List { json } } => list_repos(&engine, out, json)?,
-        Command::Repo { action: RepoAction::Remove { path, purge } } => remove_repo(&engine, out, &path, purge)?,
+        Command::Repo { action: RepoAction::Remove { path, purge, yes } } => {
+            remove_repo(&engine, out, &path, purge, yes)?
+        }
+        Command::Repo { action: RepoAction::Move { from, to } } => move_repo(&engine, out, &from, &to)?,
         Command::Config { json } => show_config(&engine, out, json)?,
         Command::Chat(args) => return chat::run(&engine, out, args),
         Command::Dag { action } => dag::run(&engine, out, action)?,
@@ -805,12 +820,30 @@ fn list_repos(engine: &Engine, out: &Out, json: bool) -> anyhow::Result<()> {
 }
 
 /// `docdex repo remove`.
-fn remove_repo(engine: &Engine, out: &Out, path: &Path, purge: bool) -> anyhow::Result<()> {
-    let record = engine.remove_repo(path, purge)?;
+fn remove_repo(engine: &Engine, out: &Out, path: &Path, purge: bool, yes: bool) -> anyhow::Result<()> {
+    let (record, held) = engine.remove_repo(path, purge, yes)?;
+    let deleted = match (purge, held.any()) {
+        (false, _) => " (index kept; --purge deletes it)".to_string(),
+        (true, false) => " and deleted its index".to_string(),
+        (true, true) => format!(" and deleted its index, {}", held.describe()),
+    };
+    out.line(&format!("removed {} from the registry{deleted}", output::shown(&record.path)));
+    Ok(())
+}
+
+/// `docdex repo move`.
+fn move_repo(engine: &Engine, out: &Out, from: &Path, to: &Path) -> anyhow::Result<()> {
+    let moved = engine.move_repo(from, to)?;
+    let carried = match moved.carried.any() {
+        true => format!("its index, {}", moved.carried.describe()),
+        false => "its index".to_string(),
+    };
+    let replaced = if moved.replaced { " (replacing the index built there)" } else { "" };
     out.line(&format!(
-        "removed {} from the registry{}",
-        output::shown(&record.path),
-        if purge { " and deleted its index" } else { " (index kept; --purge deletes it)" }
+        "moved {} to {}: {carried}{replaced}; `docdex index --repo {}` brings the index up to date",
+        output::shown(&moved.from.path),
+        output::shown(&moved.to.root),
+        crate::error::shell_path(&moved.to.root)
     ));
     Ok(())
 }

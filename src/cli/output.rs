@@ -632,7 +632,8 @@ pub fn print_repos(out: &Out, repos: &[RepoRecord]) {
         ));
         if r.missing {
             out.line(&format!(
-                "  MISSING: the folder is gone (moved or deleted); `docdex index --repo NEW_PATH` indexes it where it is now, `docdex repo remove {} --purge` deletes this index",
+                "  MISSING: the folder is gone (moved or deleted); `docdex repo move {} NEW_PATH` carries its index and memories to where it is now, `docdex repo remove {} --purge` deletes them",
+                shown(&r.path),
                 shown(&r.path)
             ));
         }

@@ -802,14 +802,28 @@ impl Engine {
         self.inner.registry.list()
     }
 
-    /// Unregisters a repository; `purge` deletes its state too.
-    pub fn remove_repo(&self, path: &Path, purge: bool) -> Result<RepoRecord> {
-        let record = self.inner.registry.remove(path, purge)?;
+    /// Unregisters a repository; `purge` deletes its state too, and with it the memories and
+    /// chat sessions it holds only when `lose_user_data` (else refused, saying how many).
+    pub fn remove_repo(&self, path: &Path, purge: bool, lose_user_data: bool) -> Result<(RepoRecord, repos::UserData)> {
+        let (record, held) = self.inner.registry.remove(path, purge, lose_user_data)?;
+        self.forget_cached(&record.fingerprint);
+        Ok((record, held))
+    }
+
+    /// Carries a moved repository's state (index, memories, chat sessions, sources) from its
+    /// old path to its folder's new one (`docdex repo move`).
+    pub fn move_repo(&self, old: &Path, new: &Path) -> Result<repos::Moved> {
+        let moved = self.inner.registry.relocate(old, new)?;
+        self.forget_cached(&moved.from.fingerprint);
+        self.forget_cached(&moved.to.fingerprint);
+        Ok(moved)
+    }
+
+    fn forget_cached(&self, fingerprint: &str) {
         if let Ok(mut cache) = self.inner.searchers.lock() {
-            cache.remove(&record.fingerprint);
+            cache.remove(fingerprint);
         }
-        self.inner.resident.forget(&record.fingerprint);
-        Ok(record)
+        self.inner.resident.forget(fingerprint);
     }
 }
 

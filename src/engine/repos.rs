@@ -11,6 +11,9 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 mod recover;
+mod relocate;
+
+pub use relocate::{Moved, UserData};
 
 /// A hit's citation (`path:A-B`, `path:A`, as search prints it) split into the path and its
 /// lines, so every surface takes what search gives: `docdex impact src/a.rs:10-20`,
@@ -277,6 +280,20 @@ pub fn covering_repo(dir: &Path, registered: &[PathBuf]) -> Option<PathBuf> {
         return None;
     }
     registered.iter().filter(|r| dir.starts_with(r)).max_by_key(|r| r.components().count()).cloned()
+}
+
+/// Why `repo remove --purge` stops: what it would delete, and the ways on.
+fn purge_refusal(record: &RepoRecord, held: &UserData) -> String {
+    let old = crate::error::shell_path(&record.path);
+    let moved = match record.path.is_dir() {
+        true => String::new(),
+        false => format!("; if the folder moved, `docdex repo move {old} NEW_PATH` carries them to where it is now"),
+    };
+    format!(
+        "{} holds {}, which --purge would delete for good{moved}; to delete them too: `docdex repo remove {old} --purge --yes`",
+        record.path.display(),
+        held.describe()
+    )
 }
 
 /// Directories that are never a repository, at any depth below them: the system's own state.
@@ -622,18 +639,14 @@ impl Registry {
         })
     }
 
-    /// Forgets a repository; with `purge`, deletes its state directory too.
+    /// Forgets a repository; with `purge`, deletes its state directory too. A purge that would
+    /// delete memories or chat sessions (which no index run makes again) is refused unless
+    /// `lose_user_data`: after a move, `repo list` advised it, and it deleted them unsaid.
     /// Works for repos whose directory no longer exists (matched by the recorded path, or by
     /// the path made absolute, so `repo remove ../old --purge` finds a moved repository's).
-    pub fn remove(&self, path: &Path, purge: bool) -> Result<RepoRecord> {
+    pub fn remove(&self, path: &Path, purge: bool, lose_user_data: bool) -> Result<(RepoRecord, UserData)> {
         let wanted = normalize(path).or_else(|_| std::path::absolute(path)).unwrap_or_else(|_| path.to_path_buf());
-        let mut removed = None;
-        self.update(|records| {
-            if let Some(i) = records.iter().position(|r| r.path == wanted || r.path == path) {
-                removed = Some(records.remove(i));
-            }
-        })?;
-        let record = match removed {
+        let record = match self.list()?.into_iter().find(|r| r.path == wanted || r.path == path) {
             Some(r) => r,
             // Forgotten earlier with its index kept ("--purge deletes it"): purge what is left,
             // its folder there or gone.
@@ -641,6 +654,11 @@ impl Registry {
             None => return Err(Error::UnknownRepo { path: wanted }),
         };
         let dir = self.paths.repo_state(&record.fingerprint);
+        let held = if purge { UserData::of(&dir) } else { UserData::default() };
+        if held.any() && !lose_user_data {
+            return Err(Error::BadRequest(purge_refusal(&record, &held)));
+        }
+        self.update(|records| records.retain(|r| r.fingerprint != record.fingerprint))?;
         if purge {
             if dir.exists() {
                 std::fs::remove_dir_all(&dir).at("removing", &dir)?;
@@ -651,7 +669,7 @@ impl Registry {
                 tracing::warn!("could not mark {} as forgotten: {e}", dir.display());
             }
         }
-        Ok(record)
+        Ok((record, held))
     }
 
     /// The state a `repo remove` without `--purge` kept for `root` (its fingerprint is its

@@ -472,7 +472,7 @@ fn folders_on_disk(typed: &str) -> Result<Vec<String>, String> {
 }
 
 fn remove_repo(engine: &Engine, repo: PathBuf) -> EngineEvent {
-    let result = engine.remove_repo(&repo, false).map(|_| ()).map_err(|e| format!("{e:#}"));
+    let result = engine.remove_repo(&repo, false, false).map(|_| ()).map_err(|e| format!("{e:#}"));
     EngineEvent::RepoRemoved { repo, result }
 }
 

@@ -907,3 +907,60 @@ fn a_read_on_a_root_docdex_refuses_says_so_instead_of_advising_to_index_it() {
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not indexed yet; run `docdex index"), "{out:?}");
 }
+
+/// tour35 F1: a moved repository's memories stayed under its old path, where no command could
+/// reach them, and the purge `repo list` advised deleted them unsaid. `repo move` carries index
+/// and memories to the new path (replacing an index built there meanwhile); a purge of state
+/// holding memories is refused unless --yes, saying how many and how to carry them.
+#[test]
+fn a_moved_repository_takes_its_memories_along() {
+    let env = Env::new();
+    let old = env.repo("old");
+    sample_repo(&old);
+    let o = old.to_str().unwrap().to_string();
+    env.json(&["index", "--repo", &o, "--json"]);
+    env.json(&["memory", "store", "--repo", &o, "--json", "deploys go through staging"]);
+    let old_state = env.engine().resolve_repo(&old).unwrap().state_dir;
+    let new = old.with_file_name("new");
+    std::fs::rename(&old, &new).unwrap();
+    let n = new.to_str().unwrap();
+    // Indexed where it is now first: an index of its own, no memories.
+    env.json(&["index", "--repo", n, "--json"]);
+    assert_eq!(env.json(&["memory", "list", "--repo", n, "--json"])["total"], 0);
+
+    let list = String::from_utf8(env.run(&["repo", "list"]).stdout).unwrap();
+    assert!(list.contains(&format!("repo move {o} NEW_PATH")), "{list}");
+    let out = env.run(&["repo", "remove", &o, "--purge"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("holds 1 memory") && err.contains("repo move") && err.contains("--yes"), "{err}");
+    assert!(old_state.exists(), "a refused purge deleted nothing");
+
+    let out = env.run(&["repo", "move", &o, n]);
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("1 memory") && said.contains("replacing the index built there"), "{said}");
+    assert!(!old_state.exists());
+    let v = env.json(&["memory", "list", "--repo", n, "--json"]);
+    assert_eq!(v["memories"][0]["content"], "deploys go through staging", "{v}");
+    let repos = env.json(&["repo", "list", "--json"]);
+    assert_eq!(repos["repos"].as_array().unwrap().len(), 1, "{repos}");
+    assert_eq!(repos["repos"][0]["missing"], false, "{repos}");
+    let hits = env.json(&["search", "--repo", n, "session", "--json"]);
+    assert!(!hits["results"].as_array().unwrap().is_empty(), "the moved index answers: {hits}");
+    let again = env.json(&["index", "--repo", n, "--json"]);
+    assert_eq!((again["added"].as_u64(), again["deleted"].as_u64()), (Some(0), Some(0)), "{again}");
+
+    // Nothing is moved onto memories of another repository's own.
+    let other = env.repo("other");
+    sample_repo(&other);
+    let t = other.to_str().unwrap();
+    env.json(&["memory", "store", "--repo", t, "--json", "its own note"]);
+    std::fs::rename(&new, new.with_file_name("gone")).unwrap();
+    let out = env.run(&["repo", "move", n, t]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already holds 1 memory"), "{out:?}");
+    let out = env.run(&["repo", "remove", n, "--purge", "--yes"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("deleted its index, 1 memory"), "{out:?}");
+}
