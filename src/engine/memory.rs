@@ -400,10 +400,29 @@ impl Engine {
             // no one should index it (`/`, the home directory, docdex's home): registered, `/`
             // became the repository of every command run outside git, one `index` refuses.
             self.check_servable(&repo)?;
+            self.check_memory_root(&repo)?;
             self.inner.registry.ensure(&repo)?;
         }
         let db = MemoryDb::open(&repo)?;
         Ok((repo, db))
+    }
+
+    /// Refuses a first store in a folder of a repository (`--repo src/` typed in a checkout):
+    /// it made a second, empty store that recall in the repository never saw (tour35 F3).
+    fn check_memory_root(&self, repo: &RepoRef) -> Result<()> {
+        let registered: Vec<PathBuf> = self.list_repos()?.into_iter().map(|r| r.path).collect();
+        let outer = match self.covering_repo(repo)? {
+            Some(outer) => Some(outer),
+            None => crate::engine::repos::enclosing_root(&repo.root, &registered),
+        };
+        let Some(outer) = outer else { return Ok(()) };
+        Err(Error::BadRequest(format!(
+            "{} lies inside the repository {}, whose memories are kept for the whole repository: \
+             pass --repo {} (or leave out --repo anywhere in it)",
+            repo.root.display(),
+            outer.display(),
+            crate::error::shell_path(&outer)
+        )))
     }
 
     /// Embeds memories that have no vector yet (stored while no embedder answered, or

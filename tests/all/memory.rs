@@ -2,7 +2,7 @@
 //! delete, strict isolation between repositories, the spec's schema, catching up
 //! when an embedder appears, re-embedding after a model change, and the CLI.
 
-use crate::util::{llm_config, Env};
+use crate::util::{llm_config, sample_repo, Env};
 use docdex::engine::protocol::{MemoryRecallRequest, MemoryStoreRequest};
 use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
 use docdex::{Engine, Error};
@@ -700,4 +700,26 @@ fn a_write_stopped_by_its_caller_does_not_keep_the_next_ones_from_being_embedded
     let kept = engine.memory_store(&repo, &req).expect("store");
     assert!(kept.memory.embedded, "{kept:?}");
     assert!(kept.notice.is_none(), "{kept:?}");
+}
+
+/// tour35 F3: `memory store --repo src/` in a checkout made a second, empty store (and a
+/// registry entry) that recall in the repository never saw. Refused, naming the repository.
+#[test]
+fn a_memory_for_a_folder_of_a_repository_is_refused() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    crate::util::git(&repo, &["init", "-q"]);
+    let sub = repo.join("src");
+    let out = env.run(&["memory", "store", "--repo", sub.to_str().unwrap(), "a note for the folder"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("lies inside the repository") && err.contains(&format!("--repo {}", repo.display())), "{err}");
+    assert!(env.json(&["repo", "list", "--json"])["repos"].as_array().unwrap().is_empty(), "nothing registered");
+    // The repository itself, and its registered folder once indexed, as before.
+    let r = repo.to_str().unwrap();
+    env.json(&["memory", "store", "--repo", r, "--json", "a note for the repository"]);
+    let out = env.run(&["memory", "store", "--repo", sub.to_str().unwrap(), "again"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(env.json(&["memory", "list", "--repo", r, "--json"])["total"], 1);
 }
