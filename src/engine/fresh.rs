@@ -9,6 +9,7 @@
 use crate::engine::fsutil::{pid_alive, FileLock};
 use crate::engine::index::status::StatusData;
 use crate::engine::index::types::{IndexProgress, IndexState};
+use crate::engine::index::Scope;
 use crate::engine::repos::RepoRef;
 use crate::engine::watch::WatchReport;
 use crate::engine::Engine;
@@ -139,6 +140,39 @@ impl Engine {
             return 0;
         }
         pid
+    }
+
+    /// Brings the index up to date for `files` (repo-relative) that changed after its last
+    /// commit, when no other process writes it: a context pack cites lines, and the lines of a
+    /// file edited since were another function's (tour35 F2). Does nothing when a watcher or a
+    /// run holds the writer (it is bringing them in) or there is no index yet. Embeddings wait
+    /// for the next run. `Some(true)` when the index changed, `None` when it was not looked at.
+    pub(crate) fn refresh_files(&self, repo: &RepoRef, files: &[String]) -> Option<bool> {
+        if files.is_empty() || !self.has_index(repo) || self.writer_pid(repo) != 0 {
+            return None;
+        }
+        let mut session = match self.open_index_session(repo, false) {
+            Ok(s) if s.rebuilding().is_none() => s,
+            Ok(_) => return None,
+            Err(e) => {
+                tracing::debug!("index not refreshed before citing lines: {e}");
+                return None;
+            }
+        };
+        let paths = files.iter().map(|f| repo.root.join(f)).collect();
+        let changed = match session.update(&Scope::Paths(paths), &|_: &IndexProgress| {}) {
+            Ok(s) => {
+                let _ = self.record_indexed(repo, &s);
+                self.prepare_search(repo);
+                Some(s.added + s.updated + s.deleted > 0)
+            }
+            Err(e) => {
+                tracing::warn!("index not refreshed before citing lines: {e}");
+                None
+            }
+        };
+        let _ = session.finish();
+        changed
     }
 
     /// True when the repo has a committed index on disk.

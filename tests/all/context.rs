@@ -428,18 +428,27 @@ fn serde_json_text(p: &ContextPack) -> String {
     serde_json::to_string(p).unwrap()
 }
 
+/// A file renamed after the index run: while another writer holds the index, the hit at its
+/// old path is said to be gone and the note says lines may have moved; otherwise the pack
+/// brings the rename into the index first and cites the file at its new path (tour35 F5).
 #[test]
-fn a_hit_whose_file_was_renamed_since_indexing_is_said_to_be_gone() {
+fn a_hit_whose_file_was_renamed_since_indexing_is_cited_at_its_new_path() {
     let env = Env::new();
     let (repo, engine) = fixture(&env);
-    // Renamed after the index run: the index still has crypto.py's hit.
     git(&repo, &["mv", "app/crypto.py", "app/hashing.py"]);
+    let held = engine.open_index_session(&engine.resolve_repo(&repo).unwrap(), false).unwrap();
     let p = pack(&engine, &repo, "hash a password with a salt", None, 8000);
     let gone: Vec<_> = p.omitted.iter().filter(|o| o.citation.starts_with("app/crypto.py:")).collect();
     assert!(!gone.is_empty(), "{:?}", p.omitted);
     for o in gone {
         assert!(o.reason.starts_with("no longer in the working tree (deleted or renamed"), "{o:?}");
     }
+    assert!(p.notes.iter().any(|n| n.contains("app/crypto.py may have moved")), "{:?}", p.notes);
+    drop(held);
+    let p = pack(&engine, &repo, "hash a password with a salt", None, 8000);
+    assert!(!p.omitted.iter().any(|o| o.citation.starts_with("app/crypto.py:")), "{:?}", p.omitted);
+    let cited = p.snippets.iter().find(|s| s.path == "app/hashing.py").expect("the new path is cited");
+    assert!(cited.text.contains("def hash_password"), "{cited:?}");
 }
 
 #[test]
@@ -743,4 +752,39 @@ fn a_branch_of_many_changes_leaves_room_for_the_tasks_hits_and_ranks_its_changes
         "{:?}",
         p.omitted
     );
+}
+
+/// tour35 F2: a file edited after the last index run was cited by the index's line numbers: a
+/// snippet said `defines 'add_entry'` over another function's lines. The pack brings edited
+/// files into the index first, so every cited line is the file's as it is now.
+#[test]
+fn a_file_edited_since_the_index_is_cited_as_it_is_now() {
+    let env = Env::new();
+    let (repo, engine) = fixture(&env);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let crypto = std::fs::read_to_string(repo.join("app/crypto.py")).unwrap();
+    write(&repo, "app/crypto.py", format!("{}{crypto}", "# licence header\n".repeat(10)));
+    let p = pack(&engine, &repo, "hash a password with a salt", None, 4000);
+    let cited: Vec<&docdex::engine::protocol::ContextSnippet> =
+        p.snippets.iter().filter(|s| s.path == "app/crypto.py").collect();
+    assert!(!cited.is_empty(), "{:#?}", p.snippets);
+    for s in &cited {
+        assert!(
+            s.text.contains("def hash_password"),
+            "cited lines {}-{} are not the function: {s:#?}",
+            s.line_start,
+            s.line_end
+        );
+        assert!(s.line_end >= 11, "{s:#?}");
+    }
+    assert!(!p.notes.iter().any(|n| n.contains("may have moved")), "{:?}", p.notes);
+    // The index now has the edit: a search says nothing changed since.
+    let hits = engine
+        .search(
+            &repo,
+            &docdex::engine::protocol::SearchRequest { query: "hash password salt".into(), ..Default::default() },
+        )
+        .unwrap();
+    let h = hits.results.iter().find(|h| h.path == "app/crypto.py").expect("crypto.py found");
+    assert!(!h.stale && h.snippet_line_start >= 11, "{h:?}");
 }

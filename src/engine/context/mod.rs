@@ -37,6 +37,7 @@ use crate::engine::code::store::SymbolReader;
 use crate::engine::code::test_files::is_test_path;
 use crate::engine::code::types::SymbolKind;
 use crate::engine::index::files::language;
+use crate::engine::repos::RepoRef;
 use crate::engine::search::types::{SearchHit, SearchRequest};
 use crate::engine::waterfall::budget::{self, TokenCounter};
 use crate::engine::Engine;
@@ -188,7 +189,7 @@ impl Engine {
         let t = Instant::now();
         let search_req =
             SearchRequest { query: task.to_string(), limit: Some(SEARCH_HITS), for_chat: true, ..Default::default() };
-        let hits = self.search(&repo.root, &search_req)?.results;
+        let mut hits = self.search(&repo.root, &search_req)?.results;
         timing.search_ms = ms(t);
         cancel.check()?;
 
@@ -198,10 +199,26 @@ impl Engine {
         timing.git_ms = ms(t);
         cancel.check()?;
 
+        // Lines are cited from the index: files edited since its last run are brought in first.
+        let stale = stale_files(&repo, &hits, &changes);
+        let mut stale_note = None;
+        if !stale.is_empty() {
+            let t = Instant::now();
+            match self.refresh_files(&repo, &stale) {
+                Some(true) => hits = self.search(&repo.root, &search_req)?.results,
+                Some(false) => {}
+                None if hits.iter().any(|h| h.stale) => stale_note = Some(stale_files_note(&hits)),
+                None => {}
+            }
+            timing.search_ms += ms(t);
+            cancel.check()?;
+        }
+
         let t = Instant::now();
         let mut pack = empty_pack(&repo.root, task, req.since.clone(), budget, &changes);
         let mut files = Files::new(&repo, self.config().privacy.redact_snippets);
         pack.notes.extend(left_out::note(&left_out, left_out_named(budget)));
+        pack.notes.extend(stale_note);
         pack.left_out = left_out.iter().take(MAX_LEFT_OUT_LISTED).map(|f| f.to_file()).collect();
         let terms = crate::engine::analysis::query_terms(task);
         let order = changed_order(&changes, &hits, &terms, &mut files);
@@ -593,6 +610,34 @@ fn regions(d: &crate::engine::waterfall::diff::FileDiff) -> Vec<(u32, u32, Strin
         .into_iter()
         .map(|(a, b, what)| (a, b.min(a + MAX_SNIPPET_LINES - 1), format!("changed: {}", what.join(", "))))
         .collect()
+}
+
+/// The hits' files and the changed files (not deleted) modified or renamed (the status-change
+/// time) after the index's last commit.
+fn stale_files(repo: &RepoRef, hits: &[SearchHit], changes: &Changes) -> Vec<String> {
+    use crate::engine::fsutil::{ctime_ns, mtime_ns};
+    let commit = std::fs::metadata(repo.index_dir().join("meta.json")).map(|m| mtime_ns(&m)).ok();
+    let edited = |rel: &str| {
+        let touched = std::fs::symlink_metadata(repo.root.join(rel)).map(|m| mtime_ns(&m).max(ctime_ns(&m))).ok();
+        matches!((touched, commit), (Some(t), Some(c)) if t > c)
+    };
+    let mut out: Vec<String> = hits.iter().filter(|h| h.stale).map(|h| h.path.clone()).collect();
+    out.extend(changes.files.iter().filter(|f| f.change != "deleted" && edited(&f.path)).map(|f| f.path.clone()));
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Said when edited files could not be brought into the index first (another process writes
+/// it, or the run failed): their cited lines may have moved.
+fn stale_files_note(hits: &[SearchHit]) -> String {
+    let mut paths: Vec<&str> = hits.iter().filter(|h| h.stale).map(|h| h.path.as_str()).collect();
+    paths.dedup();
+    format!(
+        "{} changed since the index's last run and could not be indexed first (another docdex process may be indexing them): lines cited from {} may have moved",
+        crate::engine::fsutil::count(paths.len() as u64, "file"),
+        paths.iter().take(3).copied().collect::<Vec<_>>().join(", ")
+    )
 }
 
 fn hit_candidate(h: &SearchHit, rank: usize) -> Candidate {
