@@ -505,8 +505,8 @@ fn render(name: &str, root: &Dir) -> String {
     out
 }
 
-/// The deepest tree that fits [`MAP_TOKENS`]; when even the top level does not, the least
-/// relevant shown files are left out. Returns the tree, its depth, tokens and shown paths;
+/// The deepest tree that fits [`MAP_TOKENS`] and shows at least one of `shown`; when none
+/// does, the least relevant shown files are left out. Returns the tree, its depth, tokens and shown paths;
 /// [`Error::Cancelled`] once `cancel` trips, looked at per tree tried (each one is built over
 /// every path of the repository).
 fn fit_tree(
@@ -524,8 +524,10 @@ fn fit_tree(
             cancel.check()?;
             let tree = render(name, &build(paths, &set, depth));
             let tokens = counter.count(&tree);
-            if tokens <= MAP_TOKENS {
-                let visible: Vec<String> = kept.iter().filter(|p| p.split('/').count() <= depth).cloned().collect();
+            let visible: Vec<String> = kept.iter().filter(|p| p.split('/').count() <= depth).cloned().collect();
+            // A shallower tree that shows none of the files it was made for is no map of them:
+            // one file fewer is tried first (an agent's map was folders only, tour35 F4).
+            if tokens <= MAP_TOKENS && (kept.is_empty() || !visible.is_empty()) {
                 return Ok((tree, depth as u32, tokens, visible));
             }
         }
@@ -580,7 +582,11 @@ mod tests {
             (0..60).map(|i| format!("pkg{}/very/deeply/nested/module_{i}/implementation_file_{i}.ts", i % 7)).collect();
         let (tree, depth, tokens, kept) = fit_tree("repo", &paths, &paths[..50], &CancelToken::new()).unwrap();
         assert!(tokens <= MAP_TOKENS, "{tokens}: {tree}");
-        assert!(depth < 6, "collapsed: depth {depth}");
-        assert!(kept.iter().all(|k| k.split('/').count() <= depth as usize));
+        // Every file lies 6 deep: a shallower tree would show none of them (tour35 F4), so the
+        // least relevant are left out until the most relevant fit.
+        assert_eq!(depth, 6, "{tree}");
+        assert!(!kept.is_empty() && kept.len() < 50, "{kept:?}");
+        assert_eq!(kept[..], paths[..kept.len()], "the most relevant are kept");
+        assert!(tree.contains("implementation_file_0.ts"), "{tree}");
     }
 }
