@@ -26,6 +26,9 @@ use std::time::Duration;
 const MARKER: &str = "# docdex-managed-hook";
 /// Where an existing hook is kept while docdex's is installed (and run first by it).
 const KEPT: &str = "pre-commit.before-docdex";
+/// The last line of docdex's hook script: a digest of the lines above it, so an edit made since
+/// `install` is seen and not deleted unsaid (tour35 F8).
+const DIGEST: &str = "# docdex-digest: ";
 /// The lines around docdex's check inside a husky user hook, which stays the user's file.
 const BLOCK_BEGIN: &str = "# docdex-managed-hook begin";
 const BLOCK_END: &str = "# docdex-managed-hook end";
@@ -79,6 +82,9 @@ struct InstallArgs {
     /// memory.
     #[arg(long)]
     agent: Option<String>,
+    /// Replace docdex's hook even when it was edited since it was installed.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -86,6 +92,9 @@ struct UninstallArgs {
     /// The repository (default: the current directory's).
     #[arg(long)]
     repo: Option<PathBuf>,
+    /// Remove docdex's hook even when it was edited since it was installed.
+    #[arg(long)]
+    force: bool,
 }
 
 impl HookArgs {
@@ -761,6 +770,34 @@ fn husky_dir(dir: &Path) -> Option<PathBuf> {
 
 /// A regular file carrying the marker line; a link is never ours (writing to it would write
 /// wherever it points), nor a user's hook holding docdex's block.
+/// `script` with its digest line.
+fn with_digest(script: String) -> String {
+    let digest = xxhash_rust::xxh3::xxh3_64(script.as_bytes());
+    format!("{script}{DIGEST}{digest:016x}\n")
+}
+
+/// Whether docdex's hook at `path` was edited since it was written: its digest line no longer
+/// matches the lines above it. A hook written before digests were kept has none: not edited.
+fn edited(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else { return false };
+    let Some(at) = text.rfind(&format!("\n{DIGEST}")) else { return false };
+    let (body, line) = text.split_at(at + 1);
+    let want = format!("{DIGEST}{:016x}", xxhash_rust::xxh3::xxh3_64(body.as_bytes()));
+    line.trim_end() != want
+}
+
+/// Refuses to replace or remove docdex's hook at `path` when it was edited, unless `force`.
+fn refuse_edited(path: &Path, force: bool, doing: &str) -> anyhow::Result<()> {
+    if force || !edited(path) {
+        return Ok(());
+    }
+    bail!(
+        "{} was edited since docdex installed it, and {doing} would lose the edit: copy what you added \
+         elsewhere, or pass --force",
+        path.display()
+    )
+}
+
 fn is_ours(path: &Path) -> bool {
     path.symlink_metadata().is_ok_and(|m| m.is_file())
         && std::fs::read_to_string(path).is_ok_and(|t| t.lines().any(|l| l == MARKER))
@@ -841,7 +878,7 @@ fn install(engine: &Engine, out: &Out, home: Option<&Path>, args: InstallArgs) -
     let exe = std::env::current_exe().context("finding the docdex binary")?;
     let home = home.map(|h| std::path::absolute(h).unwrap_or_else(|_| h.to_path_buf()));
     if let Some(user_dir) = husky_dir(&dir) {
-        remove_script(out, &dir)?;
+        remove_script(out, &dir, args.force)?;
         set_clone_config(&root, &exe, home.as_deref())?;
         return install_husky(out, &root, &dir, &user_dir.join("pre-commit"), &block(args.agent.as_deref()));
     }
@@ -866,8 +903,14 @@ fn install(engine: &Engine, out: &Out, home: Option<&Path>, args: InstallArgs) -
         std::fs::rename(&hook, &kept).with_context(|| format!("keeping {}", hook.display()))?;
         out.line(&format!("kept the existing hook as {} (it runs first)", shown(&kept)));
     }
-    std::fs::write(&hook, script((!shared).then_some(exe.as_path()), home.as_deref(), args.agent.as_deref()))
-        .with_context(|| format!("writing {}", hook.display()))?;
+    if is_ours(&hook) {
+        refuse_edited(&hook, args.force, "installing again")?;
+    }
+    std::fs::write(
+        &hook,
+        with_digest(script((!shared).then_some(exe.as_path()), home.as_deref(), args.agent.as_deref())),
+    )
+    .with_context(|| format!("writing {}", hook.display()))?;
     make_executable(&hook)?;
     out.line(&format!("installed {}", shown(&hook)));
     if shared {
@@ -919,7 +962,7 @@ fn install_husky(out: &Out, root: &Path, dir: &Path, hook: &Path, block: &str) -
 fn uninstall(out: &Out, args: UninstallArgs) -> anyhow::Result<()> {
     let root = top_level(args.repo.as_deref())?;
     let dir = hooks_dir(Some(&root))?;
-    let mut removed = remove_script(out, &dir)?;
+    let mut removed = remove_script(out, &dir, args.force)?;
     if let Some(user_dir) = husky_dir(&dir) {
         removed |= remove_block(out, &root, &user_dir.join("pre-commit"))?;
     }
@@ -935,12 +978,13 @@ fn uninstall(out: &Out, args: UninstallArgs) -> anyhow::Result<()> {
 
 /// Removes docdex's hook script from `dir`, putting back the hook it kept; false when there
 /// is none.
-fn remove_script(out: &Out, dir: &Path) -> anyhow::Result<bool> {
+fn remove_script(out: &Out, dir: &Path, force: bool) -> anyhow::Result<bool> {
     let hook = dir.join("pre-commit");
     let kept = dir.join(KEPT);
     if !is_ours(&hook) {
         return Ok(false);
     }
+    refuse_edited(&hook, force, "removing it")?;
     std::fs::remove_file(&hook).with_context(|| format!("removing {}", hook.display()))?;
     if present(&kept) {
         std::fs::rename(&kept, &hook).with_context(|| format!("restoring {}", kept.display()))?;

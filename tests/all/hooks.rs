@@ -1240,3 +1240,35 @@ fn require_test_for_agrees_with_impact_tests_on_rust_inline_tests_and_go_package
     ];
     assert_eq!(refused(gone), vec!["gopkg/helpers.go"]);
 }
+
+/// tour35 F8: `hook uninstall` deleted a docdex hook the user had added a line to, without a
+/// word. The script ends with a digest of itself: an edited hook is kept (uninstall and a
+/// second install refuse, naming it) unless --force.
+#[test]
+fn an_edited_hook_is_not_removed_or_replaced_without_force() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    git(&repo, &["init", "-q"], &env, &[]);
+    let r = repo.to_str().unwrap();
+    let hook = repo.join(".git/hooks/pre-commit");
+    // Unedited: uninstall removes it, as before.
+    assert!(env.run(&["hook", "install", "--repo", r]).status.success());
+    let out = env.run(&["hook", "uninstall", "--repo", r]);
+    assert!(out.status.success() && !hook.exists(), "{}", text(&out));
+    // Edited: kept.
+    assert!(env.run(&["hook", "install", "--repo", r]).status.success());
+    let script = std::fs::read_to_string(&hook).unwrap();
+    std::fs::write(&hook, script.replacen("\n", "\necho my lint step\n", 1)).unwrap();
+    for args in [&["hook", "uninstall", "--repo", r][..], &["hook", "install", "--repo", r][..]] {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        assert!(
+            text(&out).contains("was edited since docdex installed it") && text(&out).contains("--force"),
+            "{}",
+            text(&out)
+        );
+        assert!(std::fs::read_to_string(&hook).unwrap().contains("my lint step"));
+    }
+    let out = env.run(&["hook", "uninstall", "--repo", r, "--force"]);
+    assert!(out.status.success() && !hook.exists(), "{}", text(&out));
+}
