@@ -246,7 +246,10 @@ fn print_symbols(out: &Out, r: &SymbolsResponse) {
         shown(&r.repo)
     ));
     if r.results.is_empty() {
-        out.line(&format!("no symbol matches {q:?}; `docdex search {}` searches the text", visible(q)));
+        out.line(&format!(
+            "no symbol matches {q:?}; `docdex search {}` searches the text",
+            visible(&crate::error::shell_word(q))
+        ));
     }
     for h in &r.results {
         out.line(&format!(

@@ -1267,3 +1267,25 @@ fn a_qualified_query_looks_for_typos_in_its_container_only() {
     assert!(typo.contains(&"new".to_string()) && typo.contains(&"net".to_string()), "{typo:?}");
     assert_eq!(names("Person::nev"), ["new"], "a typo inside the container still finds it");
 }
+
+/// tour35 F11: `symbols Cart --path shop/nonexistent` said "no symbol matches" (as if there
+/// were no such class), and the hint for a query with a space or a glob was a command the
+/// shell splits or expands (`docdex search a b`, `docdex search *`).
+#[test]
+fn an_unmatched_path_filter_is_named_and_the_search_hint_pastes_as_typed() {
+    let env = Env::new();
+    let repo = env.repo("shop");
+    write(&repo, "shop/cart.py", "class Cart:\n    def add_item(self, item):\n        pass\n");
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let v = env.json(&["symbols", "--repo", r, "Cart", "--path", "shop/nonexistent", "--json"]);
+    assert_eq!(v["total"], 0, "{v}");
+    assert!(v["note"].as_str().unwrap_or("").contains("no indexed file is under"), "{v}");
+    let v = env.json(&["symbols", "--repo", r, "Cart", "--path", "shop", "--json"]);
+    assert_eq!(v["total"], 1, "{v}");
+    for (q, hint) in [("a b", "`docdex search 'a b'`"), ("*", "`docdex search '*'`")] {
+        let out = env.run(&["symbols", "--repo", r, q]);
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(said.contains(hint), "{q}: {said}");
+    }
+}

@@ -307,7 +307,14 @@ impl Engine {
             redact_signatures(&mut results);
         }
         let stale = mark_stale(&repo, &mut results);
+        // A --path naming no indexed file found nothing for that reason, not for lack of the
+        // symbol (tour35 F11), as search says.
+        let unmatched = match (results.is_empty(), filter.path_prefix.as_deref()) {
+            (true, Some(p)) => crate::engine::search::filter_note::unmatched(&repo, p),
+            _ => None,
+        };
         let note = parse_in_progress(&repo)
+            .or(unmatched)
             .or_else(|| query.as_deref().and_then(|q| reader.parts_note(q, &repo.root)))
             .or_else(|| stale_note(stale, &repo));
         Ok(SymbolsResponse {
