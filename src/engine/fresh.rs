@@ -58,8 +58,8 @@ pub enum FreshEvent {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Freshness {
     /// `ready` (searchable and current), `indexing` (no usable index yet; a first index
-    /// runs in the background) or `stale` (searchable, and a catch-up run or another
-    /// process is bringing it up to date).
+    /// runs in the background), `stale` (searchable, and a catch-up run or another
+    /// process is bringing it up to date) or `missing` (its folder is gone: deleted or moved).
     pub status: String,
     /// The repo id (SHA-256 fingerprint of the canonical path); accepted wherever a repo is named.
     pub repo_id: String,
@@ -192,6 +192,9 @@ impl Engine {
         let live = StatusData::read(&repo.status_path()).filter(|(_, interrupted)| !interrupted).map(|(d, _)| d);
         let updating = live.as_ref().is_some_and(|d| d.state == IndexState::Updating || d.queued > 0);
         let status = match (&watcher, indexed) {
+            // Deleted or moved while mounted: its index answers for files that are gone (it
+            // read `ready`, tour32 F5).
+            _ if !repo.root.is_dir() => "missing",
             (_, false) => "indexing",
             (FreshState::CatchingUp, true) => "stale",
             (FreshState::Deferred { .. }, true) if updating => "stale",

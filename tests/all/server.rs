@@ -1933,3 +1933,23 @@ async fn a_query_string_never_reaches_the_log() {
     assert!(log.contains("path=/healthz"), "{log}");
     assert!(!log.contains("QuerySecret"), "{log}");
 }
+
+/// tour32 F5: a served repository whose folder was deleted still read `ready` in `/v1/status`.
+#[tokio::test]
+async fn a_served_repository_whose_folder_is_deleted_reads_missing() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    eventually("catch-up done", || async {
+        let v: Value = c.get(server.url("/v1/status")).send().await.unwrap().json().await.unwrap();
+        v["repos"][0]["mount"]["status"] == "ready"
+    })
+    .await;
+    std::fs::remove_dir_all(&repo).unwrap();
+    eventually("missing", || async {
+        let (s, v) = json_of(c.get(server.url("/v1/status")).send().await.unwrap()).await;
+        s == 200 && v["repos"][0]["mount"]["status"] == "missing"
+    })
+    .await;
+}
