@@ -1016,8 +1016,14 @@ fn locate_file(repo: &repos::RepoRef, file: &str) -> Result<LocatedFile> {
     if !repos::resolve_existing(&candidate).starts_with(&root) {
         return Err(outside());
     }
-    let real = std::fs::canonicalize(&candidate)
-        .map_err(|_| Error::NotFound(format!("no such file in {}: {file}", root.display())))?;
+    let real = std::fs::canonicalize(&candidate).map_err(|e| match e.kind() {
+        // A folder on the way that this user may not enter: the file may well be there
+        // (tour31: it said "no such file").
+        std::io::ErrorKind::PermissionDenied => {
+            Error::BadRequest(format!("cannot read {file}: a folder on its path is not readable ({e})"))
+        }
+        _ => Error::NotFound(format!("no such file in {}: {file}", root.display())),
+    })?;
     if !real.starts_with(&root) {
         return Err(outside());
     }

@@ -3,6 +3,7 @@
 
 use crate::util::{hit_paths, quiet, sample_repo, write, Env};
 use docdex::engine::IndexOptions;
+use std::path::Path;
 
 fn index(env: &Env, repo: &std::path::Path) -> docdex::engine::protocol::IndexSummary {
     env.engine().index(repo, &IndexOptions::default(), &quiet()).expect("index")
@@ -1225,4 +1226,62 @@ fn the_walk_goes_no_deeper_than_a_path_docdex_reads() {
     assert_eq!(paths, [format!("{}/shallow.md", deep(100))], "{hits}");
     let out = env.run(&["get", "--repo", r, paths[0]]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// tour33 F4, tour31: permissions as a user meets them (root reads everything, so the test
+/// runs docdex as `nobody` through `setpriv`; skipped when not root or without it). A file
+/// made unreadable after it was indexed (`chmod 000`, which moves its ctime only) left the
+/// index at the next run; it stayed searchable until `--rebuild`. `get` of a file in a folder
+/// the user may not enter said "no such file".
+#[test]
+fn a_file_made_unreadable_leaves_the_index_and_get_says_why() {
+    use std::os::unix::fs::PermissionsExt;
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].into_iter().find(|p| Path::new(p).exists());
+    // SAFETY: geteuid only reads the process's credentials.
+    let (Some(setpriv), true) = (setpriv, unsafe { libc::geteuid() } == 0) else {
+        eprintln!("skipped: needs root and setpriv to run docdex as another user");
+        return;
+    };
+    let env = Env::new();
+    let top = env.dir.path();
+    std::fs::set_permissions(top, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = top.join("docdex");
+    std::fs::copy(env!("CARGO_BIN_EXE_docdex"), &bin).unwrap();
+    let repo = env.repo("r");
+    write(&repo, "a.py", "def zebrafish_alpha(): pass\n");
+    write(&repo, "sub/b.py", "def zebrafish_beta(): pass\n");
+    let home = env.repo("nobody-home");
+    let chown = |p: &Path| {
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0, "chown {}", p.display());
+    };
+    for p in [&repo, &repo.join("a.py"), &repo.join("sub"), &repo.join("sub/b.py"), &home] {
+        chown(p);
+    }
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(setpriv)
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(&bin)
+            .arg("--home")
+            .arg(&home)
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+    };
+    let r = repo.to_str().unwrap();
+    assert_eq!(run(&["index", "--repo", r]).0, Some(0));
+    assert!(run(&["search", "--repo", r, "zebrafish"]).1.contains("a.py"));
+    std::fs::set_permissions(repo.join("a.py"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    std::fs::set_permissions(repo.join("sub"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let (_, said) = run(&["index", "--repo", r]);
+    assert!(said.contains("a.py (unreadable: Permission denied"), "{said}");
+    let (_, found) = run(&["search", "--repo", r, "zebrafish"]);
+    assert!(found.contains("no results"), "an unreadable file stayed searchable: {found}");
+    let (code, said) = run(&["get", "--repo", r, "sub/b.py"]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("a folder on its path is not readable"), "{said}");
+    std::fs::set_permissions(repo.join("sub"), std::fs::Permissions::from_mode(0o755)).unwrap();
 }
