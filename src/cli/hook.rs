@@ -770,6 +770,22 @@ fn husky_dir(dir: &Path) -> Option<PathBuf> {
 
 /// A regular file carrying the marker line; a link is never ours (writing to it would write
 /// wherever it points), nor a user's hook holding docdex's block.
+/// The docdex the user ran, as they named it (a path, or a name found on `PATH`) when that
+/// is this binary: a link such as `/usr/local/bin/docdex` to a versioned install is kept as the
+/// link, so the hook follows an upgrade that moves the target (it named the old version's
+/// binary, which ran on after the upgrade while it stayed, tour35 F9). Else the binary itself.
+fn invoked_exe() -> std::io::Result<PathBuf> {
+    let real = std::env::current_exe()?;
+    let named = std::env::args_os().next().map(PathBuf::from).and_then(|p| match p.components().count() {
+        0 => None,
+        1 => std::env::var_os("PATH")
+            .and_then(|dirs| std::env::split_paths(&dirs).map(|d| d.join(&p)).find(|c| c.is_file())),
+        _ => std::path::absolute(&p).ok(),
+    });
+    let same = |n: &Path| std::fs::canonicalize(n).ok() == std::fs::canonicalize(&real).ok();
+    Ok(named.filter(|n| same(n)).unwrap_or(real))
+}
+
 /// `script` with its digest line.
 fn with_digest(script: String) -> String {
     let digest = xxhash_rust::xxh3::xxh3_64(script.as_bytes());
@@ -875,7 +891,7 @@ fn install(engine: &Engine, out: &Out, home: Option<&Path>, args: InstallArgs) -
     check_agent(engine, out, args.agent.as_deref())?;
     let root = top_level(args.repo.as_deref())?;
     let dir = hooks_dir(Some(&root))?;
-    let exe = std::env::current_exe().context("finding the docdex binary")?;
+    let exe = invoked_exe().context("finding the docdex binary")?;
     let home = home.map(|h| std::path::absolute(h).unwrap_or_else(|_| h.to_path_buf()));
     if let Some(user_dir) = husky_dir(&dir) {
         remove_script(out, &dir, args.force)?;

@@ -1272,3 +1272,25 @@ fn an_edited_hook_is_not_removed_or_replaced_without_force() {
     let out = env.run(&["hook", "uninstall", "--repo", r, "--force"]);
     assert!(out.status.success() && !hook.exists(), "{}", text(&out));
 }
+
+/// tour35 F9: installed through a link (`/usr/local/bin/docdex` to a versioned install), the
+/// hook named the link's target, so an upgrade that moved it left the hook on the old binary.
+/// It names the docdex the user ran.
+#[test]
+fn a_hook_installed_through_a_link_names_the_link() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    git(&repo, &["init", "-q"], &env, &[]);
+    let link = env.dir.path().join("bin/docdex");
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_docdex"), &link).unwrap();
+    let out = Command::new(&link)
+        .args(["hook", "install", "--repo", repo.to_str().unwrap()])
+        .env("DOCDEX_HOME", env.home())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let script = std::fs::read_to_string(repo.join(".git/hooks/pre-commit")).unwrap();
+    assert!(script.contains(&link.display().to_string()), "{script}");
+    assert!(!script.contains(env!("CARGO_BIN_EXE_docdex")), "{script}");
+}
