@@ -319,8 +319,9 @@ pub enum Error {
     /// Another service answered with an error.
     #[error("{0}")]
     Upstream(String),
-    /// The model server refused a prompt longer than the context window it runs with: asking
-    /// again cannot help (the message says which setting fits the prompt to the window).
+    /// The prompt is longer than the context window the model runs with, as the model server
+    /// said or as the chat's budget found before asking it: asking again cannot help (the
+    /// message says which setting fits the prompt to the window).
     #[error("{0}")]
     ContextOverflow(String),
     /// Something named by the request does not exist (a session, a memory, a file in the graph).

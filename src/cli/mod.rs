@@ -516,6 +516,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
         Some(Error::IndexBusy { .. } | Error::ReembedWhileWatched { .. } | Error::GraphBusy { .. }) => 4,
         Some(
             Error::BadRequest(_)
+            | Error::ContextOverflow(_)
             | Error::OutsideRepo { .. }
             | Error::OutsideSource { .. }
             | Error::SourceTextOnly { .. }

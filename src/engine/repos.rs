@@ -68,11 +68,19 @@ pub const MAX_GIVEN_PATH_BYTES: usize = 4096;
 /// repository, small enough that resolving it costs microseconds.
 pub const MAX_GIVEN_PATH_PARTS: usize = 256;
 
-/// Refuses a path no repository holds before anything resolves it: over
-/// [`MAX_GIVEN_PATH_BYTES`] or [`MAX_GIVEN_PATH_PARTS`]. Resolving a path costs a filesystem
+/// Refuses a path no repository holds before anything resolves it: one holding a NUL byte, or
+/// over [`MAX_GIVEN_PATH_BYTES`] or [`MAX_GIVEN_PATH_PARTS`]. Resolving a path costs a filesystem
 /// lookup per component, and the 2 MiB body limit let one request send a million of them (`a/`
 /// repeated), which kept a server's thread busy for hours after its client had gone.
 pub fn check_given_path(given: &str) -> Result<()> {
+    // No file name holds a NUL byte: such a path was looked up and answered "not found", as if
+    // a file of that name might exist.
+    if given.contains('\0') {
+        return Err(Error::BadRequest(format!(
+            "path {} holds a NUL byte, which no file name can hold",
+            crate::error::quoted(given)
+        )));
+    }
     if given.len() > MAX_GIVEN_PATH_BYTES {
         return Err(Error::BadRequest(format!(
             "path {} is longer than {MAX_GIVEN_PATH_BYTES} bytes, the most a path may have",
@@ -362,7 +370,7 @@ const CREDENTIAL_DIRS: &[&str] =
 
 /// Where credentials live in a user's home (relative to it): a root that is one of them, lies
 /// in one, or holds one (`~/.config` holds `gcloud/` and `gh/hosts.yml`, `~/.local` the
-/// keyrings) is refused, since mounting it would serve them. Only the deny list's names count,
+/// keyrings, `~/.cache` Hugging Face's token) is refused, since mounting it would serve them. Only the deny list's names count,
 /// not what exists, so the answer does not change with what a tool happened to write.
 pub const HOME_CREDENTIALS: &[&str] = &[
     ".ssh",
@@ -396,6 +404,8 @@ pub const HOME_CREDENTIALS: &[&str] = &[
     ".m2",
     ".gradle",
     ".vscode",
+    ".cache/huggingface",
+    ".huggingface",
 ];
 
 /// Refuses a root no server should serve as a repository: the filesystem root, the home
@@ -490,18 +500,27 @@ fn credential_refusal(root: &Path) -> Option<String> {
 }
 
 /// Why a root is refused for the home's credential locations ([`HOME_CREDENTIALS`]): it is
-/// one, lies in one, or holds one.
+/// one, lies in one, or holds one. A root that holds some is refused whatever exists there,
+/// but the message names those that do: it named the list's first (`~/.config/gcloud`) where
+/// no such folder was.
 fn home_credential_refusal(root: &Path, home: &Path) -> Option<String> {
-    for c in HOME_CREDENTIALS {
-        let place = home.join(c);
-        if root.starts_with(&place) {
-            return Some(format!("it is or lies in ~/{c}, which holds credentials"));
-        }
-        if place.starts_with(root) {
-            return Some(format!("it holds ~/{c}, which holds credentials; index the project folders in it instead"));
-        }
+    if let Some(c) = HOME_CREDENTIALS.iter().find(|c| root.starts_with(home.join(c))) {
+        return Some(format!("it is or lies in ~/{c}, which holds credentials"));
     }
-    None
+    let held: Vec<&str> = HOME_CREDENTIALS.iter().copied().filter(|c| home.join(c).starts_with(root)).collect();
+    if held.is_empty() {
+        return None;
+    }
+    let present: Vec<String> =
+        held.iter().filter(|c| home.join(c).symlink_metadata().is_ok()).map(|c| format!("~/{c}")).collect();
+    let what = match present.as_slice() {
+        [] => {
+            "it is where tools keep credentials (none there yet, but a tool may put them there at any time)".to_string()
+        }
+        [one] => format!("it holds {one}, which holds credentials"),
+        many => format!("it holds {}, which hold credentials", many.join(", ")),
+    };
+    Some(format!("{what}; index the project folders in it instead"))
 }
 
 /// `repo_meta.json`, as the spec lays it out.
@@ -833,6 +852,9 @@ mod tests {
             "/home/ada/.m2",
             "/home/ada/.gradle",
             "/home/ada/.vscode",
+            "/home/ada/.cache",
+            "/home/ada/.cache/huggingface",
+            "/home/ada/.huggingface",
         ] {
             let e = ok(bad).unwrap_err();
             assert_eq!(e.code(), "forbidden_repo", "{bad}");
@@ -851,9 +873,28 @@ mod tests {
             "/home/ada/.config/nvim",
             "/home/ada/.local/share/nvim",
             "/home/ada/src/ssh-tools",
+            "/home/ada/.cache/build/app",
         ] {
             assert!(ok(good).is_ok(), "{good}: {:?}", ok(good));
         }
+    }
+
+    /// A folder holding credential locations is refused by their names, and the message names
+    /// those that exist: it said `~/.config/gcloud` of a `~/.config` with no such folder.
+    #[test]
+    fn a_refused_folder_names_the_credentials_it_holds() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let config = home.path().join(".config");
+        std::fs::create_dir_all(config.join("nvim")).expect("mkdir");
+        let why = home_credential_refusal(&config, home.path()).expect("refused");
+        assert!(why.starts_with("it is where tools keep credentials (none there yet"), "{why}");
+        std::fs::create_dir_all(config.join("gh")).expect("mkdir");
+        let why = home_credential_refusal(&config, home.path()).expect("refused");
+        assert_eq!(why, "it holds ~/.config/gh, which holds credentials; index the project folders in it instead");
+        std::fs::create_dir_all(config.join("rclone")).expect("mkdir");
+        let why = home_credential_refusal(&config, home.path()).expect("refused");
+        assert!(why.starts_with("it holds ~/.config/gh, ~/.config/rclone, which hold credentials"), "{why}");
+        assert_eq!(home_credential_refusal(&config.join("nvim"), home.path()), None);
     }
 
     #[test]

@@ -53,7 +53,7 @@ impl Auth {
     }
 
     /// Why a request carrying these `Authorization` fields (their values; `None` for one that
-    /// is not text) is refused, if it is: no field, more than one, not a bearer token, or not
+    /// is not visible ASCII) is refused, if it is: no field, more than one, not text, not a bearer token, or not
     /// this server's token. The message never repeats what was sent but a scheme's name. It was
     /// one "missing or wrong token" for all, and with two fields only the first counted.
     pub fn refusal(&self, fields: &[Option<&str>]) -> Option<String> {
@@ -63,11 +63,16 @@ impl Auth {
         }
         let field = match fields {
             [] => return Some(format!("this server requires a token: {SEND}")),
-            [one] => one.map(str::trim),
+            [Some(one)] => one.trim(),
+            // Bytes beyond visible ASCII (a token pasted with `€` in it): not "not a bearer
+            // token", which sent the client looking at the scheme.
+            [None] => {
+                return Some(format!("the Authorization header is not visible ASCII text, as a token must be: {SEND}"))
+            }
             many => return Some(format!("the request carries {} Authorization headers: {SEND}, once", many.len())),
         };
-        let bearer = field.and_then(|h| h.split_once(' ')).filter(|(s, _)| s.eq_ignore_ascii_case("bearer"));
-        match (bearer, field.and_then(|h| h.split_once(' '))) {
+        let bearer = field.split_once(' ').filter(|(s, _)| s.eq_ignore_ascii_case("bearer"));
+        match (bearer, field.split_once(' ')) {
             (Some((_, token)), _) if self.accepts(Some(token.trim())) => None,
             (Some(_), _) => Some(format!("the bearer token sent is not this server's: {SEND}")),
             (None, Some((scheme, _)))
@@ -141,7 +146,7 @@ mod tests {
             bare.starts_with("the Authorization header is not `Bearer <token>`") && !bare.contains("s3cret"),
             "{bare}"
         );
-        assert!(why(&[None]).starts_with("the Authorization header is not `Bearer <token>`"));
+        assert!(why(&[None]).starts_with("the Authorization header is not visible ASCII text"));
         // Two fields: refused whichever holds the token (the first alone decided).
         for two in
             [[Some("Bearer s3cret-token"), Some("Bearer nope")], [Some("Bearer nope"), Some("Bearer s3cret-token")]]

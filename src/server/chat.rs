@@ -94,7 +94,8 @@ impl JsonBody for ChatCompletionRequest {
 
 /// OpenAI's `stop`: absent or null, a string, or an array of up to 4 strings.
 fn stop_sequences(stop: Option<&Value>) -> Result<Vec<String>, ApiError> {
-    let bad = || ApiError::bad_request("stop must be a string or an array of up to 4 non-empty strings");
+    let bad =
+        || ApiError::bad_request("stop must be a string or an array of up to 4 non-empty strings").on_param("stop");
     let list: Vec<String> = match stop {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::String(s)) => vec![s.clone()],
@@ -118,7 +119,8 @@ fn tool_choice(choice: Option<&Value>) -> Result<(), ApiError> {
         Some(Value::String(s)) if s == "auto" || s == "none" => Ok(()),
         Some(other) => Err(ApiError::bad_request(format!(
             "tool_choice {other}: docdex answers from the repository and calls no tools, so it cannot force a tool call; leave tool_choice out, or use \"auto\" or \"none\""
-        ))),
+        ))
+        .on_param("tool_choice")),
     }
 }
 
@@ -332,7 +334,8 @@ fn content_text(content: Option<&Value>) -> Result<String, ApiError> {
             .join("\n")),
         Some(other) => Err(ApiError::bad_request(format!(
             "message content must be a string or an array of text parts, got {other}"
-        ))),
+        ))
+        .on_param("messages")),
     }
 }
 
@@ -357,8 +360,9 @@ fn messages(body: &[OpenAiMessage]) -> Result<Vec<ChatMessage>, ApiError> {
             }
             other => {
                 return Err(ApiError::bad_request(format!(
-                    "unknown message role {other:?}: use system, user, assistant or tool"
-                )))
+                    "unknown message role {other:?}: use system, developer, user, assistant, tool or function"
+                ))
+                .on_param("messages"))
             }
         };
         out.push(ChatMessage::new(role, text));
@@ -414,6 +418,7 @@ fn answer_format(rf: Option<&Value>) -> Result<Option<Value>, ApiError> {
         ApiError::bad_request(format!(
             "response_format {rf}: {why}; use {{\"type\": \"text\"}}, {{\"type\": \"json_object\"}} or {{\"type\": \"json_schema\", \"json_schema\": {{\"name\": ..., \"schema\": {{...}}}}}}"
         ))
+        .on_param("response_format")
     };
     match rf.get("type").and_then(Value::as_str) {
         Some("text") => Ok(None),
@@ -427,18 +432,43 @@ fn answer_format(rf: Option<&Value>) -> Result<Option<Value>, ApiError> {
     }
 }
 
+/// Refuses a `docdex.diff` target the engine would refuse, in the body's words: the engine's
+/// message names the CLI's `--diff`, which an HTTP client never sent.
+fn diff_target(target: &str) -> Result<(), ApiError> {
+    match crate::engine::waterfall::diff::DiffTarget::parse(target) {
+        Ok(_) => Ok(()),
+        Err(_) => Err(ApiError::bad_request(format!(
+            "bad docdex.diff {}: use working, staged, or a git range such as main..HEAD or HEAD~3",
+            crate::error::quoted(target.trim())
+        ))
+        .on_param("docdex")),
+    }
+}
+
+/// A sampling value out of range, naming its field as `param`.
+fn out_of_range(sampling: &crate::engine::llm::Sampling, e: crate::Error) -> ApiError {
+    let field = sampling.fields().into_iter().find(|(_, v, range)| v.is_some_and(|v| !range.contains(&v)));
+    let e = ApiError::from(e);
+    match field {
+        Some((name, ..)) => e.on_param(name),
+        None => e,
+    }
+}
+
 /// A chat turn from an OpenAI body and the request's headers.
 pub fn turn_request(body: &ChatCompletionRequest, headers: &HeaderMap) -> Result<ChatTurnRequest, ApiError> {
     let mut msgs = messages(&body.messages)?;
     // The question is the caller's last `user` message, not a tool result after it (tool
     // results become user messages): those move before it, into the history.
-    let no_user = || ApiError::bad_request("no user message: `messages` needs at least one with role `user`");
+    let no_user = || {
+        ApiError::bad_request("no user message: `messages` needs at least one with role `user`").on_param("messages")
+    };
     let last = body.messages.iter().rposition(|m| m.role == "user").ok_or_else(no_user)?;
     let question = msgs.remove(last);
     msgs.push(question);
     let mut req = ChatTurnRequest::from_messages(&msgs).ok_or_else(no_user)?;
     if req.query.trim().is_empty() {
-        return Err(ApiError::bad_request(empty_question(body.messages[last].content.as_ref())));
+        return Err(ApiError::bad_request(empty_question(body.messages[last].content.as_ref())).on_param("messages"));
     }
     let opts = body.docdex.as_ref();
     req.model = body.model.clone().filter(|m| !DEFAULT_MODEL_NAMES.contains(&m.trim()));
@@ -446,11 +476,12 @@ pub fn turn_request(body: &ChatCompletionRequest, headers: &HeaderMap) -> Result
     if let Some(n) = body.n.filter(|n| *n != 1) {
         return Err(ApiError::bad_request(format!(
             "n = {n}: docdex gives one answer per request; leave `n` out (or 1) and send another request for another answer"
-        )));
+        ))
+        .on_param("n"));
     }
     // An out-of-range value is refused, as OpenAI refuses it, rather than sent to a model
     // server that may not.
-    body.sampling.check()?;
+    body.sampling.check().map_err(|e| out_of_range(&body.sampling, e))?;
     req.sampling = body.sampling;
     tool_choice(body.tool_choice.as_ref())?;
     req.format = answer_format(body.response_format.as_ref())?;
@@ -464,7 +495,8 @@ pub fn turn_request(body: &ChatCompletionRequest, headers: &HeaderMap) -> Result
     if let Some(o) = opts {
         req.web = match (o.force_web, o.no_web) {
             (true, true) => {
-                return Err(ApiError::bad_request("docdex.force_web and docdex.no_web contradict each other"))
+                return Err(ApiError::bad_request("docdex.force_web and docdex.no_web contradict each other")
+                    .on_param("docdex"))
             }
             (true, false) => WebPolicy::Force,
             (false, true) => WebPolicy::Off,
@@ -474,6 +506,9 @@ pub fn turn_request(body: &ChatCompletionRequest, headers: &HeaderMap) -> Result
             DiffOption::Target(t) => DiffRequest { target: t.clone(), paths: Vec::new() },
             DiffOption::Request(r) => r.clone(),
         });
+        if let Some(d) = &req.diff {
+            diff_target(&d.target)?;
+        }
         req.session_id = o.session_id.clone();
     }
     Ok(req)
@@ -803,11 +838,42 @@ fn lost_worker() -> ApiError {
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the chat worker stopped without an answer")
 }
 
+/// `POST /v1/chat/completions`: the turn, its failures in OpenAI's shape ([`openai_error`]).
 async fn completions(
     State(state): State<AppState>,
     headers: HeaderMap,
     ApiQuery(q): ApiQuery<RepoQuery>,
-    ApiJson(body): ApiJson<ChatCompletionRequest>,
+    body: Result<ApiJson<ChatCompletionRequest>, ApiError>,
+) -> Response {
+    let answered = match body {
+        Ok(ApiJson(body)) => completion(state, headers, q, body).await,
+        Err(e) => Err(e),
+    };
+    answered.unwrap_or_else(openai_error)
+}
+
+/// A refused chat request as OpenAI answers one: a `400` also carries `type:
+/// invalid_request_error` and, where one field is at fault, `param` (`messages` for a prompt
+/// over the model's window, `context_length_exceeded`, as when the model server says so).
+/// Clients act on these (LiteLLM trims the history on `context_length_exceeded`); the rest
+/// of the API keeps its plain `{code, message}`.
+fn openai_error(e: ApiError) -> Response {
+    if e.status != StatusCode::BAD_REQUEST {
+        return e.into_response();
+    }
+    let param = e.param.or((e.code == "context_length_exceeded").then_some("messages"));
+    let mut error = json!({"code": e.code, "message": e.message, "type": "invalid_request_error"});
+    if let Some(param) = param {
+        error["param"] = json!(param);
+    }
+    (e.status, Json(json!({"error": error}))).into_response()
+}
+
+async fn completion(
+    state: AppState,
+    headers: HeaderMap,
+    q: RepoQuery,
+    body: ChatCompletionRequest,
 ) -> Result<Response, ApiError> {
     let mut req = turn_request(&body, &headers)?;
     req.agent_id = state.agent(req.agent_id.as_deref());

@@ -40,12 +40,21 @@ pub struct ApiError {
     pub message: String,
     /// Seconds a `Retry-After` header asks the client to wait (a refusal for load, `503 busy`).
     pub retry_after: Option<u64>,
+    /// The request field at fault, for the surfaces that name it (the OpenAI-shaped chat
+    /// route's `param`); not part of the error contract's body.
+    pub param: Option<&'static str>,
 }
 
 impl ApiError {
     /// An error with an explicit status and code.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: bounded(message.into()), retry_after: None }
+        ApiError { status, code, message: bounded(message.into()), retry_after: None, param: None }
+    }
+
+    /// The same error, naming `field` as the one at fault.
+    pub fn on_param(mut self, field: &'static str) -> Self {
+        self.param = Some(field);
+        self
     }
 
     /// The same error answered with `Retry-After: secs`.
@@ -145,7 +154,7 @@ pub fn status_for(code: &str) -> StatusCode {
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         let code = e.code();
-        ApiError { status: status_for(code), code, message: bounded(e.to_string()), retry_after: None }
+        ApiError { status: status_for(code), code, message: bounded(e.to_string()), retry_after: None, param: None }
     }
 }
 

@@ -171,12 +171,41 @@ where
             return Err(ApiError::bad_request("empty request body: send a JSON object"));
         }
         let body: T = serde_json::from_slice(&bytes)
-            .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {}", body_problem(&bytes, &e))))?;
+            .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {}", field_problem::<T>(&bytes, &e))))?;
         if T::STRICT {
             refuse_unknown_fields::<T>(&bytes, &route)?;
         }
         Ok(ApiJson(body))
     }
+}
+
+/// Why `T` could not read `bytes`, naming the field at fault and what it takes as MCP tool
+/// calls do (`` `limit` takes an integer of at least 0 (or null), not the string "5" ``):
+/// serde's words named no field (`invalid type: string "5", expected usize`). A syntax error,
+/// a missing field and a fault no field can be found for keep serde's words ([`body_problem`]).
+fn field_problem<T: JsonBody>(bytes: &[u8], e: &serde_json::Error) -> String {
+    let named = || {
+        let value = serde_json::from_slice::<serde_json::Value>(bytes).ok()?;
+        super::arguments::named(&body_schema::<T>(), &value, e)
+    };
+    match e.is_data().then(named).flatten() {
+        Some(words) => words,
+        None => super::arguments::plain_types(&body_problem(bytes, e)),
+    }
+}
+
+/// `T`'s schema with every subschema inline (a flattened request's fields among the
+/// properties), computed once per type.
+fn body_schema<T: JsonBody>() -> std::sync::Arc<serde_json::Value> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<std::any::TypeId, Arc<serde_json::Value>>>> = OnceLock::new();
+    let mut cache = CACHE.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    let schema = cache.entry(std::any::TypeId::of::<T>()).or_insert_with(|| {
+        let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true);
+        Arc::new(settings.into_generator().into_root_schema_for::<T>().to_value())
+    });
+    Arc::clone(schema)
 }
 
 /// serde's message for a body `T` could not read, less a position that points nowhere: a
@@ -304,6 +333,99 @@ where
     }
 }
 
+/// The query parameters a route takes: `listed` (its types' schema properties, as the OpenAPI
+/// document lists them) and the serde `aliases` also read (`q` for `query`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueryNames {
+    /// The parameters, as documented.
+    pub listed: Vec<String>,
+    /// Other spellings serde accepts.
+    pub aliases: Vec<String>,
+}
+
+/// The query parameters `T` reads: its schema's properties, and the names its derived
+/// `Deserialize` accepts besides (serde aliases, which schemas do not list).
+pub fn query_names<T: DeserializeOwned + JsonSchema>() -> QueryNames {
+    let schema = schemars::schema_for!(T).to_value();
+    let mut listed = Vec::new();
+    schema_properties(&schema, &schema, &mut listed, 0);
+    let aliases = serde_fields::<T>().iter().map(|f| f.to_string()).filter(|f| !listed.contains(f)).collect();
+    QueryNames { listed, aliases }
+}
+
+/// The field names (aliases included) a derived `Deserialize` of a struct passes to
+/// `deserialize_struct`; none for a struct with a flattened field or a hand-written impl.
+fn serde_fields<T: DeserializeOwned>() -> &'static [&'static str] {
+    let seen = std::cell::Cell::new(&[][..]);
+    let _ = T::deserialize(FieldProbe(&seen));
+    seen.get()
+}
+
+/// A deserializer that reads nothing, noting the fields a struct asks it for.
+struct FieldProbe<'a>(&'a std::cell::Cell<&'static [&'static str]>);
+
+impl<'de> serde::Deserializer<'de> for FieldProbe<'_> {
+    type Error = serde::de::value::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(serde::de::Error::custom("field probe"))
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.0.set(fields);
+        Err(serde::de::Error::custom("field probe"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+    }
+}
+
+/// The query parameters of each `GET` route that reads a query string, by its path.
+pub type RouteQueries = std::sync::Arc<std::collections::HashMap<&'static str, QueryNames>>;
+
+/// Refuses (`400 bad_request`) a `GET` whose query string holds a parameter its route does not
+/// take: serde ignores it, so a misspelt one (`directon=out`, `path_prefx=src`, `limt=1`)
+/// answered with the defaults as if it were right. JSON bodies and MCP arguments were already
+/// held to their names. Only `GET`s: a `POST` reads its body, and OpenAI-style clients add
+/// query parameters of their own (`api-version`) to the chat route.
+pub async fn known_query_only(
+    axum::extract::State(routes): axum::extract::State<RouteQueries>,
+    req: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let route = req.extensions().get::<axum::extract::MatchedPath>().map(|m| m.as_str().to_string());
+    let is_get = req.method() == axum::http::Method::GET || req.method() == axum::http::Method::HEAD;
+    let names = route.as_deref().filter(|_| is_get).and_then(|r| routes.get(r));
+    if let (Some(route), Some(names), Some(query)) = (route.as_deref(), names, req.uri().query()) {
+        if let Some(e) = unknown_query_parameter(query, &format!("GET {route}"), names) {
+            return e.into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// `400 bad_request` naming the first parameter of `query` that is not in `names`.
+fn unknown_query_parameter(query: &str, route: &str, names: &QueryNames) -> Option<ApiError> {
+    let known = |k: &str| names.listed.iter().chain(&names.aliases).any(|n| n == k);
+    let (unknown, _) = url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| !known(k))?;
+    let takes = match names.listed.as_slice() {
+        [] => "it takes none".to_string(),
+        listed => format!("it takes {}", listed.join(", ")),
+    };
+    Some(ApiError::bad_request(format!(
+        "unknown query parameter {} for {route}: {takes} (GET /v1/openapi.json describes them)",
+        crate::error::quoted(&unknown)
+    )))
+}
+
 /// axum's rejection ("Failed to deserialize query string: missing field `file`") in the
 /// words of the API, with where to look the parameters up.
 fn query_problem(axum_text: &str) -> String {
@@ -345,6 +467,27 @@ mod tests {
         let inside = problem("{\"n\": \"x\", \"top_p\": 1}");
         assert!(inside.starts_with("invalid type: string") && inside.ends_with("at line 1 column 9"), "{inside}");
         assert!(problem("{\"n\": 1,").contains("at line 1 column"), "a syntax error keeps its place");
+    }
+
+    #[test]
+    fn a_query_parameter_a_route_does_not_take_is_named_with_those_it_does() {
+        #[derive(Debug, serde::Deserialize, JsonSchema)]
+        #[allow(dead_code)]
+        struct Impact {
+            file: String,
+            #[serde(default, alias = "q")]
+            depth: Option<u32>,
+        }
+        let names = query_names::<Impact>();
+        assert_eq!(names, QueryNames { listed: vec!["file".into(), "depth".into()], aliases: vec!["q".into()] });
+        let refused = |q: &str| unknown_query_parameter(q, "GET /v1/graph/impact", &names).map(|e| e.message);
+        assert_eq!(refused("file=a.py&depth=3&q=2"), None);
+        assert_eq!(refused(""), None);
+        assert_eq!(
+            refused("file=a.py&dept=3").as_deref(),
+            Some("unknown query parameter \"dept\" for GET /v1/graph/impact: it takes file, depth (GET /v1/openapi.json describes them)")
+        );
+        assert!(refused("fi%6Ce=a&x%20y=1").is_some_and(|m| m.contains("\"x y\"")), "keys are decoded");
     }
 
     #[test]

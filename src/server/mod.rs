@@ -11,7 +11,7 @@
 //! SIGINT/SIGTERM.
 //!
 //! Floors, bottom up (no file imports one above it): `error` (the error
-//! contract), `extract` (request extractors and handler helpers) and `work` (the bound on
+//! contract), `arguments` (naming the field a body or tool call got wrong), `extract` (request extractors and handler helpers) and `work` (the bound on
 //! engine calls running at once, and their cancellation when the client leaves), `state`
 //! (what handlers share), the endpoint files (`api`, `intel`, `profile`, `hooks`, `chat`, `mcp/`),
 //! `router` (assembles them with the OpenAPI document, `openapi`, and the
@@ -20,6 +20,7 @@
 //! contract), and `run` (the process).
 
 pub mod api;
+mod arguments;
 pub mod auth;
 pub mod budget;
 pub mod chat;

@@ -16,7 +16,7 @@
 //! is listed; nothing else needs editing.
 
 use super::error::ApiError;
-use super::extract::{ApiJson, ApiQuery};
+use super::extract::{query_names, ApiJson, ApiQuery, QueryNames};
 use axum::extract::{Extension, Path, State};
 use axum::handler::Handler;
 use axum::http::{HeaderMap, Method, StatusCode};
@@ -26,6 +26,7 @@ use axum::routing::MethodRouter;
 use axum::{Json, Router};
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 use std::future::Future;
 
@@ -83,6 +84,7 @@ pub struct Operation {
     /// Longer text.
     pub description: &'static str,
     query: Vec<fn() -> Vec<Value>>,
+    query_names: Vec<fn() -> QueryNames>,
     body: Option<SchemaFn>,
     response: Option<SchemaFn>,
     responds: Responds,
@@ -97,6 +99,7 @@ impl Operation {
             summary,
             description: "",
             query: Vec::new(),
+            query_names: Vec::new(),
             body: None,
             response: None,
             responds: Responds::Json,
@@ -118,9 +121,25 @@ impl Operation {
 
     /// Query parameters are the fields of `T` (call again to add another type's fields: a
     /// transport's own fields beside an engine request's).
-    pub fn query<T: JsonSchema>(mut self) -> Self {
+    pub fn query<T: JsonSchema + DeserializeOwned>(mut self) -> Self {
         self.query.push(params_of::<T>);
+        self.query_names.push(query_names::<T>);
         self
+    }
+
+    /// The query parameters a `GET` of this operation takes, when it reads a query string:
+    /// what [`known_query_only`](super::extract::known_query_only) holds its requests to.
+    pub fn query_parameters(&self) -> Option<QueryNames> {
+        if self.query_names.is_empty() || self.method != Method::GET {
+            return None;
+        }
+        let mut all = QueryNames::default();
+        for names in &self.query_names {
+            let more = names();
+            all.listed.extend(more.listed.into_iter().filter(|n| !all.listed.contains(n)).collect::<Vec<_>>());
+            all.aliases.extend(more.aliases);
+        }
+        Some(all)
     }
 
     /// The JSON request body is `T`.
@@ -162,9 +181,10 @@ impl DocumentedInput for Method {}
 impl<T> DocumentedInput for Path<T> {}
 impl<T> DocumentedInput for Extension<T> {}
 
-impl<T: JsonSchema> DocumentedInput for ApiQuery<T> {
+impl<T: JsonSchema + DeserializeOwned> DocumentedInput for ApiQuery<T> {
     fn document(op: &mut Operation) {
         op.query.push(params_of::<T>);
+        op.query_names.push(query_names::<T>);
     }
 }
 
@@ -175,6 +195,13 @@ impl DocumentedInput for super::mcp::sse::RpcBody {
 }
 
 impl<T: JsonSchema> DocumentedInput for ApiJson<T> {
+    fn document(op: &mut Operation) {
+        op.body = Some(schema_of::<T>);
+    }
+}
+
+/// A body whose refusal the handler answers itself (in the chat route's OpenAI shape).
+impl<T: JsonSchema> DocumentedInput for Result<ApiJson<T>, ApiError> {
     fn document(op: &mut Operation) {
         op.body = Some(schema_of::<T>);
     }

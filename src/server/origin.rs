@@ -64,7 +64,7 @@ pub async fn same_machine_pages_only(req: axum::extract::Request, next: middlewa
         Some(who) => ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden_origin",
-            format!("{who} may not call docdex: only clients on this machine can; any web page can reach 127.0.0.1, so cross-origin requests are refused"),
+            format!("{who} may not call docdex: a browser lets any page it opens send requests to docdex wherever it listens (127.0.0.1, or the network when exposed), so requests from pages not served from loopback are refused; call docdex from a program, or from a page on localhost"),
         )
         .into_response(),
         None => next.run(req).await,

@@ -47,7 +47,11 @@ pub fn app(state: AppState, with_mcp: bool) -> (Router, Vec<Operation>) {
     let budget = BodyBudget::new(limit, vec![(hooks::HOOK_PATH, hooks::HOOK_BODY_LIMIT)]);
     let paths: Arc<Vec<&'static str>> = Arc::new(ops.iter().map(|o| o.path).collect());
     let methods: Arc<Vec<(Method, &'static str)>> = Arc::new(ops.iter().map(|o| (o.method.clone(), o.path)).collect());
+    let queries: super::extract::RouteQueries =
+        Arc::new(ops.iter().filter_map(|o| o.query_parameters().map(|names| (o.path, names))).collect());
     let router = router
+        // Only on matched routes (it reads the route's path); the fallbacks take no query.
+        .route_layer(middleware::from_fn_with_state(queries, super::extract::known_query_only))
         .fallback(move |method: Method, uri: axum::http::Uri| {
             let paths = paths.clone();
             async move { no_route(method, uri, &paths) }

@@ -176,7 +176,25 @@ fn token(engine: &Engine, opts: &ServerOptions) -> anyhow::Result<Option<String>
     if token.trim().is_empty() {
         bail!("{from} is only whitespace, which would leave the server open to every request; set a real token (e.g. `openssl rand -hex 24`), or leave it unset to serve without one");
     }
+    if opts.mode != Mode::Stdio {
+        if let Some(why) = unsendable(token.trim()) {
+            bail!("{from} {why}; an HTTP client sends the token in `Authorization: Bearer <token>`, which carries visible ASCII only (letters, digits and punctuation, no spaces), so no client could send this one: use such a token, e.g. `openssl rand -hex 24`");
+        }
+    }
     Ok(Some(token))
+}
+
+/// What keeps `token` out of an `Authorization` header, if anything: its first character that
+/// is not visible ASCII. Such a token was accepted, then refused to every client, whose header
+/// could not carry it. The character is named, never the token.
+fn unsendable(token: &str) -> Option<String> {
+    let (at, c) = token.chars().enumerate().find(|(_, c)| !c.is_ascii_graphic())?;
+    let which = match c {
+        ' ' => "a space".to_string(),
+        c if c.is_control() => format!("the control character U+{:04X}", c as u32),
+        c => format!("{c:?} (U+{:04X})", c as u32),
+    };
+    Some(format!("holds {which} at character {}", at + 1))
 }
 
 /// The shortest token `--expose` accepts: beyond this machine, a token is all that stands
@@ -337,5 +355,18 @@ async fn trim_memory_periodically(period: Duration) {
     loop {
         tick.tick().await;
         let _ = tokio::task::spawn_blocking(super::mounts::release_free_memory).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unsendable;
+
+    #[test]
+    fn a_token_no_header_can_carry_is_named_by_its_first_such_character() {
+        assert_eq!(unsendable("s3cret-token_+/=~."), None);
+        assert_eq!(unsendable("tøken-ünïcode-€€€").as_deref(), Some("holds 'ø' (U+00F8) at character 2"));
+        assert_eq!(unsendable("two words").as_deref(), Some("holds a space at character 4"));
+        assert_eq!(unsendable("tab\there").as_deref(), Some("holds the control character U+0009 at character 4"));
     }
 }

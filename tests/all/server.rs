@@ -188,7 +188,7 @@ async fn errors_quote_a_huge_value_cut_to_its_start_and_length() {
     let message = v["error"]["message"].as_str().unwrap();
     assert!(message.len() < 2_200, "{} bytes: {}", message.len(), &message[..300]);
     assert!(
-        message.starts_with("invalid JSON body: invalid type: string") && message.contains("bytes left out"),
+        message.starts_with("invalid JSON body: `limit` takes an integer") && message.ends_with("(1000000 bytes)"),
         "{message}"
     );
 }
@@ -335,6 +335,10 @@ async fn streamable_http_mcp_errors_are_json_rpc() {
     let (s, v) = json_of(r).await;
     assert_eq!(s, 403, "{v}");
     assert_error(&v, "forbidden_origin");
+    let message = v["error"]["message"].as_str().unwrap();
+    // True of an `--expose`d server too: it said only clients on this machine could call.
+    assert!(!message.contains("only clients on this machine"), "{message}");
+    assert!(message.contains("or the network when exposed"), "{message}");
 
     let v = rpc_error(post("{\"jsonrpc\":").send().await.unwrap(), 400, -32700).await;
     assert_eq!(v["id"], Value::Null, "{v}");
@@ -875,6 +879,38 @@ fn exposing_needs_a_token_and_non_loopback_needs_expose() {
         let err = refused_at_start(&env, &[args, &["--auth-token", spaces][..]].concat());
         assert!(err.contains("only whitespace"), "{args:?}: {err}");
     }
+}
+
+/// A token an `Authorization` header cannot carry (beyond visible ASCII) was accepted at start,
+/// then every request was refused as "not `Bearer <token>`": the server refuses to start,
+/// naming the first such character (never the token), from the flag and the config file alike.
+/// A header that is not visible ASCII is refused as such.
+#[tokio::test]
+async fn a_token_no_client_can_send_refuses_to_start() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let r = repo.to_str().unwrap();
+    let token = "tøken-ünïcode-€€€-12345";
+    for args in [&["serve", "--repo", r, "--bind", "127.0.0.1:0"][..], &["daemon", "--bind", "127.0.0.1:0"]] {
+        let err = refused_at_start(&env, &[args, &["--auth-token", token][..]].concat());
+        assert!(err.contains("holds 'ø' (U+00F8) at character 2") && err.contains("visible ASCII"), "{args:?}: {err}");
+        assert!(!err.contains(token), "the token is never repeated: {err}");
+    }
+    env.write_config(&format!("[server]\nauth_token = \"{token}\"\n"));
+    let err = refused_at_start(&env, &["serve", "--repo", r, "--bind", "127.0.0.1:0"]);
+    assert!(err.contains("[server] auth_token holds 'ø'"), "{err}");
+    env.write_config("[server]\nauth_token = \"two words here\"\n");
+    let err = refused_at_start(&env, &["serve", "--repo", r, "--bind", "127.0.0.1:0"]);
+    assert!(err.contains("holds a space at character 4"), "{err}");
+    env.write_config("");
+
+    let server = Server::start(&env, &["serve", "--repo", r], &[("DOCDEX_AUTH_TOKEN", "tok-123")]);
+    let value = reqwest::header::HeaderValue::from_bytes("Bearer tøken".as_bytes()).unwrap();
+    let resp = client().get(server.url("/v1/status")).header("authorization", value).send().await.unwrap();
+    let (s, v) = json_of(resp).await;
+    assert_eq!(s, 401, "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("the Authorization header is not visible ASCII text"), "{message}");
 }
 
 /// `--max-body-bytes` has a range (0 and 1 were accepted, making every POST a 413, and so

@@ -643,16 +643,17 @@ async fn a_sampling_field_of_the_wrong_type_is_named_with_its_value() {
     let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
     let user = json!([{"role": "user", "content": "where are stale sessions expired?"}]);
     for (field, value, got) in [
-        ("temperature", json!("hot"), r#""hot""#),
+        ("temperature", json!("hot"), r#"the string "hot""#),
         ("top_p", json!(true), "true"),
         ("presence_penalty", json!({"x": 1}), "an object"),
-        ("frequency_penalty", json!([0.5]), "an array"),
+        ("frequency_penalty", json!([0.5]), "a list"),
     ] {
         let (s, v) =
             post(&server, "/v1/chat/completions", json!({"messages": user, field: value, "stream": true})).await;
         assert_error(s, &v, 400, "bad_request");
         let message = v["error"]["message"].as_str().unwrap();
-        assert_eq!(message, format!("invalid JSON body: {field}: expected a number, got {got}"), "{v}");
+        assert!(message.starts_with(&format!("invalid JSON body: `{field}` takes a number")), "{v}");
+        assert!(message.ends_with(&format!("not {got}")), "{v}");
     }
     // A number is still a number, and null the server's default: refused only for its range.
     let (s, v) =
@@ -756,4 +757,141 @@ async fn chat_with_a_model_that_cannot_chat_or_is_missing_is_a_4xx_with_advice_f
         let message = v["error"]["message"].as_str().unwrap();
         assert!(message.contains("without `--embeddings`") && !message.contains("ollama"), "{message}");
     }
+}
+
+/// A query parameter a `GET` route does not take was ignored, so a misspelt one answered with
+/// the defaults (`directon=out` gave the default direction): it is a 400 naming it and the
+/// parameters the route takes, as bodies and MCP arguments are. Serde aliases (`q`) pass.
+#[tokio::test]
+async fn a_misspelt_query_parameter_is_refused_naming_those_the_route_takes() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let (s, v) = get(&server, "/v1/graph/impact?file=b.py&depth=3&directon=out").await;
+    assert_error(s, &v, 400, "bad_request");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("unknown query parameter \"directon\" for GET /v1/graph/impact: it takes "),
+        "{message}"
+    );
+    for name in ["file", "depth", "direction", "repo"] {
+        assert!(message.contains(name), "{name}: {message}");
+    }
+    for (path, unknown) in [
+        ("/v1/symbols?query=helper&path_prefx=src", "path_prefx"),
+        ("/v1/open?path=b.py&line=2-3", "line"),
+        ("/v1/memory?limt=1", "limt"),
+    ] {
+        let (s, v) = get(&server, path).await;
+        assert_error(s, &v, 400, "bad_request");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with(&format!("unknown query parameter \"{unknown}\"")), "{path}: {message}");
+    }
+    let repo_arg = repo.to_str().unwrap();
+    for ok in [
+        format!("/v1/graph/impact?file=b.py&depth=3&direction=in&repo={repo_arg}"),
+        "/v1/symbols?q=helper".to_string(),
+        "/v1/open?path=b.py&lines=1-2".to_string(),
+    ] {
+        let (s, v) = get(&server, &ok).await;
+        assert_eq!(s, 200, "{ok}: {v}");
+    }
+}
+
+/// A body field of the wrong type is named with what it takes, as MCP names an argument:
+/// `invalid type: string "5", expected usize` named no field.
+#[tokio::test]
+async fn a_body_field_of_the_wrong_type_is_named_with_what_it_takes() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let (s, v) = post(&server, "/v1/search", json!({"query": "x", "limit": "5"})).await;
+    assert_error(s, &v, 400, "bad_request");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("invalid JSON body: `limit` takes an integer"), "{message}");
+    assert!(message.ends_with("not the string \"5\""), "{message}");
+    let (s, v) = post(&server, "/v1/search", json!({"query": 7})).await;
+    assert_error(s, &v, 400, "bad_request");
+    assert_eq!(v["error"]["message"], "invalid JSON body: `query` takes a string, not the number 7", "{v}");
+    // A syntax error keeps serde's words and place.
+    let resp = client()
+        .post(server.url("/v1/search"))
+        .header("content-type", "application/json")
+        .body("{\"query\": ")
+        .send()
+        .await
+        .unwrap();
+    let (s, v) = json_of(resp).await;
+    assert_error(s, &v, 400, "bad_request");
+    assert!(v["error"]["message"].as_str().unwrap().contains("line 1 column"), "{v}");
+}
+
+/// A path holding a NUL byte was looked up and answered 404 `not_found`, as if such a file
+/// might exist: no file name holds one, so it is a 400 saying so.
+#[tokio::test]
+async fn a_path_holding_a_nul_byte_is_a_bad_request() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    for path in ["/v1/open?path=b.py%00.txt", "/v1/graph/impact?file=b.py%00"] {
+        let (s, v) = get(&server, path).await;
+        assert_error(s, &v, 400, "bad_request");
+        assert!(v["error"]["message"].as_str().unwrap().contains("holds a NUL byte"), "{path}: {v}");
+    }
+}
+
+/// chat's own "prompt too long" check answered `{"code": "bad_request"}`, where the model
+/// server's overflow answered OpenAI's `context_length_exceeded` (`invalid_request_error`,
+/// `param: messages`), on which clients trim the history: both answer alike, before any model
+/// is asked. Other refusals of the chat body carry `type` and, where one field is at fault,
+/// `param`; the rest of the API keeps its `{code, message}`.
+#[tokio::test]
+async fn chat_refusals_are_openai_shaped_and_a_prompt_over_the_window_is_context_length_exceeded() {
+    let env = Env::new();
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    env.write_config(&format!(
+        "{}context_tokens = 1024\n",
+        llm_config("ollama", &fake.url(), "fake-chat", "fake-embed")
+    ));
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let user = |text: &str| json!([{"role": "user", "content": text}]);
+    let long = "where are stale sessions expired in the session store? ".repeat(300);
+    let (s, v) = post(&server, "/v1/chat/completions", json!({"model": "fake-chat", "messages": user(&long)})).await;
+    assert_eq!(s, 400, "{v}");
+    let e = &v["error"];
+    assert_eq!(
+        (&e["code"], &e["type"], &e["param"]),
+        (&json!("context_length_exceeded"), &json!("invalid_request_error"), &json!("messages")),
+        "{v}"
+    );
+    assert!(e["message"].as_str().unwrap().contains("context_tokens"), "{v}");
+    let chats = fake.requests().into_iter().filter(|(p, _)| p == "/api/chat").count();
+    assert_eq!(chats, 0, "refused before the model is asked");
+
+    let short = user("where are stale sessions expired?");
+    for (body, param, words) in [
+        (json!({"messages": short, "temperature": 7}), Some("temperature"), "temperature 7 is out of range"),
+        (json!({"messages": [{"role": "system", "content": "hi"}]}), Some("messages"), "no user message"),
+        (
+            json!({"messages": [{"role": "narrator", "content": "hi"}]}),
+            Some("messages"),
+            "use system, developer, user, assistant, tool or function",
+        ),
+        (
+            json!({"messages": short, "docdex": {"diff": "--output=/tmp/x"}}),
+            Some("docdex"),
+            "bad docdex.diff \"--output=/tmp/x\"",
+        ),
+        (json!({"messages": "hi"}), None, "invalid JSON body: `messages` takes a list"),
+    ] {
+        let (s, v) = post(&server, "/v1/chat/completions", body.clone()).await;
+        assert_error(s, &v, 400, "bad_request");
+        assert_eq!(v["error"]["type"], "invalid_request_error", "{body}: {v}");
+        assert_eq!(v["error"]["param"].as_str(), param, "{body}: {v}");
+        assert!(v["error"]["message"].as_str().unwrap().contains(words), "{body}: {v}");
+    }
+    let (s, v) = post(&server, "/v1/search", json!({"query": 7})).await;
+    assert_error(s, &v, 400, "bad_request");
+    assert_eq!(v["error"].as_object().map(|o| o.len()), Some(2), "code and message only: {v}");
 }

@@ -301,6 +301,10 @@ const CREDENTIAL_FILES_IN: &[(&str, &str)] = &[
     (".m2", "settings-security.xml"),
     (".gradle", "gradle.properties"),
     (".gem", "credentials"),
+    // Hugging Face's access token (`~/.cache/huggingface/`, or `~/.huggingface/` before).
+    ("huggingface", "token"),
+    ("huggingface", "stored_tokens"),
+    (".huggingface", "token"),
 ];
 
 /// Whether `path` is a known credential folder or file by its name (and its folder's): never

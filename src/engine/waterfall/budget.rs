@@ -312,7 +312,9 @@ pub fn fit(
 ) -> Result<Fitted> {
     let prompt_budget = plan.window.saturating_sub(plan.generation);
     if mandatory > prompt_budget {
-        return Err(Error::BadRequest(format!(
+        // The model server's own overflow, found before asking it: clients that trim the
+        // history on `context_length_exceeded` (LiteLLM) then do so for this one too.
+        return Err(Error::ContextOverflow(format!(
             "the question and instructions take {mandatory} tokens, more than the {prompt_budget} a {}-token context window leaves for the prompt; shorten the question, or give the model a longer context (`[llm] context_tokens`, and the model's own context length when it reports less: its Modelfile `num_ctx`, or the server's context size)",
             plan.window
         )));
@@ -694,6 +696,7 @@ mod tests {
         let p = plan(1000, 100);
         let err = fit(&p, &counter(), 900, Vec::new(), &|_| 0).unwrap_err();
         assert!(err.to_string().contains("context_tokens"), "{err}");
+        assert_eq!(err.code(), "context_length_exceeded");
     }
 
     #[test]

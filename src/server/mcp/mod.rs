@@ -10,7 +10,6 @@
 //! not indexed, outside the served repo) are tool errors (`isError: true`)
 //! whose text says what to do, so an agent can act on them.
 
-mod arguments;
 pub mod jsonrpc;
 pub mod service;
 pub mod sessions;

@@ -676,11 +676,14 @@ fn tool_schemas() -> &'static std::collections::HashMap<String, Value> {
 }
 
 /// Tool `name`'s arguments as `T`; a refusal names the argument at fault and what it takes
-/// ([`super::arguments::explain`]).
+/// ([`crate::server::arguments::explain`]).
 fn parse<T: DeserializeOwned>(name: &str, args: Value) -> Result<T, ApiError> {
     T::deserialize(&args).map_err(|e| {
         let schema = tool_schemas().get(name).cloned().unwrap_or_default();
-        ApiError::bad_request(format!("bad arguments for {name}: {}", super::arguments::explain(&schema, &args, &e)))
+        ApiError::bad_request(format!(
+            "bad arguments for {name}: {}",
+            crate::server::arguments::explain(&schema, &args, &e)
+        ))
     })
 }
 

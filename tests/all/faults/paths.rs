@@ -116,12 +116,14 @@ async fn credential_folders_and_system_directories_are_never_mounted() {
     write(&user_home, ".cargo/credentials.toml", "[registry]\ntoken = \"cargo-secret\"\n");
     write(&user_home, ".local/share/keyrings/login.keyring", "secret");
     write(&user_home, ".m2/settings.xml", "<password>m2</password>");
+    write(&user_home, ".cache/huggingface/token", "hf_secrettoken\n");
     let daemon = Server::start(&env, &["daemon"], &[("HOME", user_home.to_str().unwrap())]);
     let c = client();
-    let mut roots: Vec<String> = [".config", ".config/gh", ".cargo", ".local/share", ".m2"]
-        .iter()
-        .map(|d| format!("{}/{d}", user_home.display()))
-        .collect();
+    let mut roots: Vec<String> =
+        [".config", ".config/gh", ".cargo", ".local/share", ".m2", ".cache", ".cache/huggingface"]
+            .iter()
+            .map(|d| format!("{}/{d}", user_home.display()))
+            .collect();
     for system in
         ["/usr/lib", "/usr/bin", "/usr/include", "/usr/share/doc", "/var/lib/dpkg", "/var/backups", "/var/mail"]
     {
@@ -135,6 +137,12 @@ async fn credential_folders_and_system_directories_are_never_mounted() {
         assert_eq!((status, code.as_str()), (403, "forbidden_repo"), "{root}: {message}");
         assert!(message.contains("credentials") || message.contains("system directory"), "{root}: {message}");
     }
+    // A refusal names what the folder holds.
+    let r = c
+        .post(daemon.url("/v1/initialize"))
+        .json(&json!({ "rootUri": format!("file://{}/.cache", user_home.display()) }));
+    let (_, _, message) = answer(r.send().await.unwrap()).await;
+    assert!(message.contains("it holds ~/.cache/huggingface, which holds credentials"), "{message}");
     let status: Value = c.get(daemon.url("/v1/status")).send().await.unwrap().json().await.unwrap();
     assert_eq!(status["repos"].as_array().map(Vec::len), Some(0), "nothing was mounted: {status}");
     // A project folder in the home is fine.
@@ -169,6 +177,9 @@ fn credential_files_under_a_root_are_never_indexed_or_served_even_with_hidden_fi
         ".git-credentials",
         "deploy/id_ed25519",
         "keys/id_rsa",
+        "cache/huggingface/token",
+        "cache/huggingface/stored_tokens",
+        ".huggingface/token",
     ] {
         write(&repo, f, format!("{secret} {f}\n"));
     }
@@ -179,9 +190,15 @@ fn credential_files_under_a_root_are_never_indexed_or_served_even_with_hidden_fi
     engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
     let hits = crate::util::hit_paths(&engine, &repo, secret);
     assert_eq!(hits, vec!["README.md".to_string()], "only the README mentions it");
-    for f in
-        [".ssh/config", ".netrc", ".cargo/credentials.toml", ".docker/config.json", "deploy/id_ed25519", "keys/id_rsa"]
-    {
+    for f in [
+        ".ssh/config",
+        ".netrc",
+        ".cargo/credentials.toml",
+        ".docker/config.json",
+        "deploy/id_ed25519",
+        "keys/id_rsa",
+        "cache/huggingface/token",
+    ] {
         let e = engine.get_file(&repo, &FileRequest::new(f, None)).expect_err(f);
         assert_eq!(e.code(), "path_not_served", "{f}: {e}");
     }

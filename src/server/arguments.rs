@@ -1,9 +1,9 @@
-//! Saying which tool argument is wrong, and what it takes. Every tool's argument type is an
-//! engine request flattened beside the repository, and serde reports a flattened field's bad
-//! value without its name, in Rust's words (`docdex_search {"limit": "5"}` answered `invalid
-//! type: string "5", expected usize`): an agent could not tell which argument to fix, nor
-//! what a `usize` is. The argument is found by the tool's `inputSchema` (the one `tools/list`
-//! shows), and named with the type, range or values the schema lists.
+//! Saying which tool argument or body field is wrong, and what it takes. Every tool's argument
+//! type, and many HTTP bodies, are an engine request flattened beside the repository, and serde
+//! reports a bad value without its name, in Rust's words (`docdex_search {"limit": "5"}` and
+//! `POST /v1/search` answered `invalid type: string "5", expected usize`): a client could not
+//! tell which field to fix, nor what a `usize` is. The field is found by the schema (a tool's
+//! `inputSchema`, a body's schema), and named with the type, range or values the schema lists.
 
 use serde_json::Value;
 
@@ -11,24 +11,25 @@ use serde_json::Value;
 /// and what it takes, when one can be named; serde's own message otherwise (a missing field,
 /// which serde names).
 pub fn explain(schema: &Value, args: &Value, error: &serde_json::Error) -> String {
+    named(schema, args, error).unwrap_or_else(|| plain_types(&error.to_string()))
+}
+
+/// [`explain`]'s words when they can name the argument at fault; `None` when they cannot.
+pub fn named(schema: &Value, args: &Value, error: &serde_json::Error) -> Option<String> {
     let serde_words = error.to_string();
-    let (Some(props), Some(given)) = (schema.get("properties").and_then(Value::as_object), args.as_object()) else {
-        return serde_words;
-    };
+    let props = schema.get("properties").and_then(Value::as_object)?;
+    let given = args.as_object()?;
     let misfit = given.iter().find_map(|(name, value)| {
         let prop = props.get(name)?;
         (!fits(prop, value)).then_some((name, value, prop))
     });
     if let Some((name, value, prop)) = misfit {
-        return format!("`{name}` takes {}, not {}", expected(prop), described(value));
+        return Some(format!("`{name}` takes {}, not {}", expected(prop), described(value)));
     }
     // The type fits, the value does not (an integer past u32, a string no variant spells):
     // serde quotes the value, so the argument holding it is the one.
-    let holder = given.iter().find(|(name, value)| props.contains_key(*name) && quotes(&serde_words, value));
-    match holder {
-        Some((name, _)) => format!("`{name}`: {}", plain_types(&serde_words)),
-        None => plain_types(&serde_words),
-    }
+    let (name, _) = given.iter().find(|(name, value)| props.contains_key(*name) && quotes(&serde_words, value))?;
+    Some(format!("`{name}`: {}", plain_types(&serde_words)))
 }
 
 /// Whether `value` has a type (or, for an enumeration, a value) `prop` allows.
@@ -144,7 +145,7 @@ fn quotes(message: &str, value: &Value) -> bool {
 }
 
 /// serde's message with Rust's integer and float names in words.
-fn plain_types(message: &str) -> String {
+pub fn plain_types(message: &str) -> String {
     let mut out = message.to_string();
     for (rust, words) in [
         ("expected usize", "expected an integer of at least 0"),
