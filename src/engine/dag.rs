@@ -20,7 +20,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// The DAG file name inside a repo's state directory.
-pub const DAG_FILE: &str = "dag.db";
+pub const DAG_FILE: &str = crate::engine::repos::DAG_DB;
 /// Version of the `dag.db` schema.
 pub const DAG_SCHEMA_VERSION: u32 = 1;
 /// Sessions a listing answers when not told how many: every chat request without a session

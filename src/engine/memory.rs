@@ -24,7 +24,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// The database file in the repo's state directory.
-pub const MEMORY_DB: &str = "memory.db";
+pub const MEMORY_DB: &str = crate::engine::repos::MEMORY_DB;
 /// `memory_meta.schema_version`.
 pub const MEMORY_SCHEMA: u32 = 1;
 /// Longest memory accepted, in bytes.

@@ -73,6 +73,7 @@ pub use super::search::types::{
 pub use super::search::CANDIDATE_POOL;
 pub use super::testrun::types::*;
 pub use super::watch::WatchReport;
+pub use super::waterfall::diff::DiffTarget;
 pub use super::waterfall::types::*;
 pub use super::web::browser::install_help as browser_install_help;
 pub use super::web::types::*;

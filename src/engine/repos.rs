@@ -13,6 +13,11 @@ use std::path::{Path, PathBuf};
 mod recover;
 mod relocate;
 
+/// A repository's memories, in its state directory (what `memory` opens).
+pub const MEMORY_DB: &str = "memory.db";
+/// A repository's reasoning DAG of chat sessions, in its state directory (what `dag` opens).
+pub const DAG_DB: &str = "dag.db";
+
 pub use relocate::{Moved, UserData};
 
 /// A hit's citation (`path:A-B`, `path:A`, as search prints it) split into the path and its

@@ -435,7 +435,7 @@ fn answer_format(rf: Option<&Value>) -> Result<Option<Value>, ApiError> {
 /// Refuses a `docdex.diff` target the engine would refuse, in the body's words: the engine's
 /// message names the CLI's `--diff`, which an HTTP client never sent.
 fn diff_target(target: &str) -> Result<(), ApiError> {
-    match crate::engine::waterfall::diff::DiffTarget::parse(target) {
+    match crate::engine::protocol::DiffTarget::parse(target) {
         Ok(_) => Ok(()),
         Err(_) => Err(ApiError::bad_request(format!(
             "bad docdex.diff {}: use working, staged, or a git range such as main..HEAD or HEAD~3",
@@ -446,7 +446,7 @@ fn diff_target(target: &str) -> Result<(), ApiError> {
 }
 
 /// A sampling value out of range, naming its field as `param`.
-fn out_of_range(sampling: &crate::engine::llm::Sampling, e: crate::Error) -> ApiError {
+fn out_of_range(sampling: &crate::engine::protocol::Sampling, e: crate::Error) -> ApiError {
     let field = sampling.fields().into_iter().find(|(_, v, range)| v.is_some_and(|v| !range.contains(&v)));
     let e = ApiError::from(e);
     match field {

@@ -27,8 +27,8 @@ pub struct UserData {
 impl UserData {
     /// Counts the memories and chat sessions kept in `state_dir`.
     pub fn of(state_dir: &Path) -> UserData {
-        let (memories, m_bad) = count_rows(&state_dir.join(crate::engine::memory::MEMORY_DB), "memories");
-        let (sessions, s_bad) = count_rows(&state_dir.join(crate::engine::dag::DAG_FILE), "sessions");
+        let (memories, m_bad) = count_rows(&state_dir.join(super::MEMORY_DB), "memories");
+        let (sessions, s_bad) = count_rows(&state_dir.join(super::DAG_DB), "sessions");
         UserData { memories, sessions, unreadable: m_bad || s_bad }
     }
 
