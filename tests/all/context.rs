@@ -788,3 +788,27 @@ fn a_file_edited_since_the_index_is_cited_as_it_is_now() {
     let h = hits.results.iter().find(|h| h.path == "app/crypto.py").expect("crypto.py found");
     assert!(!h.stale && h.snippet_line_start >= 11, "{h:?}");
 }
+
+/// tour35 F7: a hit too long for a small budget was cut from its top, keeping a class's
+/// `__init__` and leaving out the method the task named. The cut keeps the lines that hold the
+/// task's words, and the omitted list names what went before and after them.
+#[test]
+fn a_hit_cut_to_fit_keeps_the_lines_the_task_is_about() {
+    let env = Env::new();
+    let repo = env.repo("shop");
+    let mut cart = String::from("class Cart:\n    def __init__(self, owner):\n");
+    for i in 0..30 {
+        cart.push_str(&format!("        self.slot_{i} = owner.settings.get('slot_{i}', None)\n"));
+    }
+    cart.push_str("\n    def apply_discount(self, rate):\n        \"\"\"Apply a discount rate to every line.\"\"\"\n        return [line * (1 - rate) for line in self.lines]\n");
+    write(&repo, "shop/cart.py", &cart);
+    git(&repo, &["init", "-q"]);
+    git_commit_all(&repo);
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let p = pack(&engine, &repo, "apply a discount rate", None, 300);
+    let kept = p.snippets.iter().find(|s| s.path == "shop/cart.py").expect("cart.py in the pack");
+    assert!(kept.trimmed, "{kept:?}");
+    assert!(kept.text.contains("def apply_discount"), "the matched method was cut: {kept:?}");
+    assert!(p.omitted.iter().any(|o| o.citation.starts_with("shop/cart.py:1-")), "{:?}", p.omitted);
+}

@@ -954,20 +954,23 @@ fn place(
     if *left >= MIN_TRIM_TOKENS {
         // A long line cannot be cut by lines: its excerpt around the task's words instead.
         let cut = match extent.long_line {
-            true => excerpt_of(&snip, *left, files, counter, terms).map(|e| (e, citation.clone(), " to an excerpt")),
-            false if !snip.text.is_empty() => trim_to(&snip, *left, files, counter)
-                .map(|t| (format!("{}:{}-{}", c.path, t.line_end + 1, extent.line_end), t))
+            true => {
+                excerpt_of(&snip, *left, files, counter, terms).map(|e| (e, vec![citation.clone()], " to an excerpt"))
+            }
+            false if !snip.text.is_empty() => trim_to(&snip, *left, files, counter, terms)
+                .map(|t| (rest_of(&c.path, &extent, &t), t))
                 .map(|(rest, t)| (t, rest, "")),
             false => None,
         };
         if let Some((cut, rest, how)) = cut {
             *left -= cut.tokens;
-            pack.omitted.push(OmittedSnippet {
-                citation: rest,
-                role: c.role,
-                tokens: cost.saturating_sub(cut.tokens),
-                reason: format!("cut{how}: the whole needs {needs}, {} were left", *left + cut.tokens),
-            });
+            let reason = format!("cut{how}: the whole needs {needs}, {} were left", *left + cut.tokens);
+            let tokens = cost.saturating_sub(cut.tokens);
+            // The lines left out before the kept window carry its tokens, those after none.
+            for (i, citation) in rest.into_iter().enumerate() {
+                let tokens = if i == 0 { tokens } else { 0 };
+                pack.omitted.push(OmittedSnippet { citation, role: c.role, tokens, reason: reason.clone() });
+            }
             pack.snippets.push(cut);
             return None;
         }
@@ -1100,15 +1103,23 @@ fn fold(pack: &mut ContextPack, c: &Candidate, citation: &str, counter: &TokenCo
 
 /// The snippet cut to its first lines so that it costs at most `left` tokens (at least 3
 /// lines), or `None`.
-fn trim_to(snip: &ContextSnippet, left: u32, files: &mut Files, counter: &TokenCounter) -> Option<ContextSnippet> {
+fn trim_to(
+    snip: &ContextSnippet,
+    left: u32,
+    files: &mut Files,
+    counter: &TokenCounter,
+    terms: &[String],
+) -> Option<ContextSnippet> {
     let lines = snip.line_end - snip.line_start + 1;
+    let weights = term_lines(&snip.text, terms);
     let whole = counter.count_within(&render::block(snip), left.saturating_mul(4)).0.max(1);
     let mut n = ((u64::from(lines) * u64::from(left) * 9 / 10) / u64::from(whole)) as u32;
     for _ in 0..8 {
         if n < 3 {
             return None;
         }
-        let s = files.slice(&snip.path, snip.line_start, snip.line_start + n - 1)?;
+        let from = snip.line_start + densest(&weights, n as usize) as u32;
+        let s = files.slice(&snip.path, from, from + n - 1)?;
         let mut cut = ContextSnippet {
             line_start: s.line_start,
             line_end: s.line_end,
@@ -1124,6 +1135,48 @@ fn trim_to(snip: &ContextSnippet, left: u32, files: &mut Files, counter: &TokenC
         n = n * 4 / 5;
     }
     None
+}
+
+/// How many of the task's `terms` each line of `text` holds (lowercased substrings: the terms
+/// are analysed words, `discount` found in `apply_discount`).
+fn term_lines(text: &str, terms: &[String]) -> Vec<u32> {
+    text.lines()
+        .map(|l| {
+            let l = l.to_lowercase();
+            terms.iter().filter(|t| l.contains(t.as_str())).count() as u32
+        })
+        .collect()
+}
+
+/// Where a window of `n` lines holds the most term matches (the earliest such; 0 with none):
+/// a snippet cut to fit keeps the lines the task is about, not its first lines (a class's
+/// `__init__` kept and the matched method cut, tour35 F7).
+fn densest(weights: &[u32], n: usize) -> usize {
+    if n == 0 || weights.len() <= n {
+        return 0;
+    }
+    let mut sum: u32 = weights[..n].iter().sum();
+    let (mut best, mut at) = (sum, 0);
+    for start in 1..=weights.len() - n {
+        sum = sum + weights[start + n - 1] - weights[start - 1];
+        if sum > best {
+            (best, at) = (sum, start);
+        }
+    }
+    at
+}
+
+/// The citations of what a cut left out of `extent`: the lines before the kept window, and
+/// those after it.
+fn rest_of(path: &str, extent: &read::Extent, kept: &ContextSnippet) -> Vec<String> {
+    let mut out = Vec::new();
+    if kept.line_start > extent.line_start {
+        out.push(format!("{path}:{}-{}", extent.line_start, kept.line_start - 1));
+    }
+    if kept.line_end < extent.line_end {
+        out.push(format!("{path}:{}-{}", kept.line_end + 1, extent.line_end));
+    }
+    out
 }
 
 /// The snippet as a bounded excerpt around the rarest of `terms` in it (a hit's match on a
@@ -1152,6 +1205,16 @@ fn ms(since: Instant) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_keeps_the_window_the_task_is_about() {
+        assert_eq!(densest(&[0, 0, 1, 0, 2, 1, 0], 2), 4);
+        assert_eq!(densest(&[0, 0, 0], 2), 0, "no match: the top");
+        assert_eq!(densest(&[1, 0, 0, 1], 2), 0, "ties: the earliest");
+        assert_eq!(densest(&[3, 1], 5), 0);
+        let terms = vec!["discount".to_string()];
+        assert_eq!(term_lines("class Cart:\n    def apply_discount(self):\n", &terms), [0, 1]);
+    }
 
     fn snip(path: &str, a: u32, b: u32) -> ContextSnippet {
         ContextSnippet {
