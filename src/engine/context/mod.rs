@@ -1101,8 +1101,8 @@ fn fold(pack: &mut ContextPack, c: &Candidate, citation: &str, counter: &TokenCo
     });
 }
 
-/// The snippet cut to its first lines so that it costs at most `left` tokens (at least 3
-/// lines), or `None`.
+/// The snippet cut to the window of its lines holding the most of `terms` ([`densest`]) so
+/// that it costs at most `left` tokens (at least 3 lines), or `None`.
 fn trim_to(
     snip: &ContextSnippet,
     left: u32,
