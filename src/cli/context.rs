@@ -66,13 +66,19 @@ pub fn run(engine: &Engine, out: &Out, args: ContextArgs) -> anyhow::Result<()> 
 /// served. It counted only what the budget left out, so a pack whose notes named a changed
 /// file left out said "0 left out".
 fn summary(pack: &ContextPack) -> String {
+    // What the budget left out costs tokens; the rest (already in the pack, gone, past a
+    // file's end) costs none: all were counted as the budget's (tour35 F5).
+    let by_budget = pack.omitted.iter().filter(|o| o.tokens > 0).count();
     let mut line = format!(
-        "{}, {} of {} tokens, {} left out by the budget",
+        "{}, {} of {} tokens, {by_budget} left out by the budget",
         count(pack.snippets.len(), "snippet"),
         pack.tokens,
         pack.budget,
-        pack.omitted.len()
     );
+    let other = pack.omitted.len() - by_budget;
+    if other > 0 {
+        line.push_str(&format!(", {other} omitted for other reasons (see omitted)"));
+    }
     if !pack.left_out.is_empty() {
         let more = if pack.left_out.len() >= MAX_LEFT_OUT_LISTED { " or more" } else { "" };
         line.push_str(&format!(", {}{more} not served (see the notes)", count(pack.left_out.len(), "changed file")));
@@ -100,6 +106,19 @@ mod tests {
         assert_eq!(
             summary(&pack),
             "0 snippets, 409 of 8000 tokens, 0 left out by the budget, 1 changed file not served (see the notes), 1.0 ms"
+        );
+        // Omitted for the budget (tokens it would cost) and for other reasons (none).
+        pack.left_out.clear();
+        let omitted = |tokens: u32| crate::engine::protocol::OmittedSnippet {
+            citation: "a.py:1-9".into(),
+            role: crate::engine::protocol::ContextRole::Hit,
+            tokens,
+            reason: String::new(),
+        };
+        pack.omitted = vec![omitted(120), omitted(0), omitted(0)];
+        assert_eq!(
+            summary(&pack),
+            "0 snippets, 409 of 8000 tokens, 1 left out by the budget, 2 omitted for other reasons (see omitted), 1.0 ms"
         );
     }
 }

@@ -248,6 +248,7 @@ impl Engine {
         let t = Instant::now();
         let counter = TokenCounter::for_model("gpt-4", None)?;
         fit(&mut pack, cands, &mut files, &counter, &terms, &cancel)?;
+        dedup_omitted(&mut pack.omitted);
         if req.format.unwrap_or_default() == ContextFormat::Md {
             pack.markdown = Some(render_markdown(&pack));
         }
@@ -610,6 +611,13 @@ fn regions(d: &crate::engine::waterfall::diff::FileDiff) -> Vec<(u32, u32, Strin
         .into_iter()
         .map(|(a, b, what)| (a, b.min(a + MAX_SNIPPET_LINES - 1), format!("changed: {}", what.join(", "))))
         .collect()
+}
+
+/// Drops repeats of an omitted citation with the same reason (a test reached from three seeds
+/// was listed three times alike, tour35 F5), keeping the first.
+fn dedup_omitted(omitted: &mut Vec<OmittedSnippet>) {
+    let mut seen = std::collections::HashSet::new();
+    omitted.retain(|o| seen.insert((o.citation.clone(), o.reason.clone())));
 }
 
 /// The hits' files and the changed files (not deleted) modified or renamed (the status-change
@@ -1205,6 +1213,21 @@ fn ms(since: Instant) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_omitted_citation_is_listed_once_per_reason() {
+        let o = |c: &str, r: &str| OmittedSnippet {
+            citation: c.into(),
+            role: ContextRole::Test,
+            tokens: 0,
+            reason: r.into(),
+        };
+        let mut list =
+            vec![o("t.rs:1-30", "gone"), o("t.rs:1-30", "gone"), o("t.rs:1-30", "other"), o("u.rs:1-2", "gone")];
+        dedup_omitted(&mut list);
+        let kept: Vec<(&str, &str)> = list.iter().map(|o| (o.citation.as_str(), o.reason.as_str())).collect();
+        assert_eq!(kept, [("t.rs:1-30", "gone"), ("t.rs:1-30", "other"), ("u.rs:1-2", "gone")]);
+    }
 
     #[test]
     fn a_cut_keeps_the_window_the_task_is_about() {
