@@ -449,6 +449,14 @@ fn a_hit_whose_file_was_renamed_since_indexing_is_cited_at_its_new_path() {
     assert!(!p.omitted.iter().any(|o| o.citation.starts_with("app/crypto.py:")), "{:?}", p.omitted);
     let cited = p.snippets.iter().find(|s| s.path == "app/hashing.py").expect("the new path is cited");
     assert!(cited.text.contains("def hash_password"), "{cited:?}");
+    // The rename says where from, in the JSON and the Markdown.
+    let moved = p.changed.iter().find(|f| f.path == "app/hashing.py").expect("listed as changed");
+    assert_eq!((moved.change.as_str(), moved.old_path.as_deref()), ("renamed", Some("app/crypto.py")), "{moved:?}");
+    assert!(
+        p.markdown.as_deref().unwrap_or("").contains("app/hashing.py (renamed from app/crypto.py"),
+        "{:?}",
+        p.markdown
+    );
 }
 
 #[test]

@@ -76,6 +76,7 @@ pub fn collect(root: &Path, since: Option<&str>) -> Result<Changes> {
         .filter(|(path, _)| !special.contains(path))
         .map(|(path, states)| ChangedFile {
             change: kinds.get(&path).copied().unwrap_or(Change::Modified).name().to_string(),
+            old_path: diffs.get(&path).and_then(|d: &FileDiff| d.old_path.clone()),
             path,
             states,
         })
@@ -241,5 +242,8 @@ pub fn describe(file: &ChangedFile, since: Option<&str>) -> String {
         1 => parts[0].clone(),
         n => format!("{} and {}", parts[..n - 1].join(", "), parts[n - 1]),
     };
-    format!("{} file, {joined}", file.change)
+    match &file.old_path {
+        Some(old) => format!("{} file (from {old}), {joined}", file.change),
+        None => format!("{} file, {joined}", file.change),
+    }
 }

@@ -116,7 +116,12 @@ mod tests {
     use crate::engine::context::types::ChangeState;
 
     fn changed(path: &str) -> ChangedFile {
-        ChangedFile { path: path.into(), change: "modified".into(), states: vec![ChangeState::Committed] }
+        ChangedFile {
+            path: path.into(),
+            change: "modified".into(),
+            states: vec![ChangeState::Committed],
+            old_path: None,
+        }
     }
 
     #[test]

@@ -26,7 +26,11 @@ pub fn header(pack: &ContextPack) -> String {
         let listed = ((pack.budget / TOKENS_PER_LISTED_CHANGE) as usize).clamp(2, MAX_LISTED_CHANGES);
         for f in pack.changed.iter().take(listed) {
             let states: Vec<&str> = f.states.iter().map(|st| state_name(*st)).collect();
-            s.push_str(&format!("- {} ({}: {})\n", f.path, f.change, states.join(", ")));
+            let change = match &f.old_path {
+                Some(old) => format!("{} from {old}", f.change),
+                None => f.change.clone(),
+            };
+            s.push_str(&format!("- {} ({change}: {})\n", f.path, states.join(", ")));
         }
         if pack.changed.len() > listed {
             s.push_str(&format!("- ... {} more\n", pack.changed.len() - listed));

@@ -129,6 +129,9 @@ pub struct ChangedFile {
     pub change: String,
     /// Where the change is: committed, staged, dirty, untracked (several at once is common).
     pub states: Vec<ChangeState>,
+    /// The path a renamed file had (it said `renamed` and not from where, tour35 F5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<String>,
 }
 
 /// A changed file left out of the pack because docdex does not serve it (the index would not

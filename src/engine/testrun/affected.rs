@@ -165,7 +165,12 @@ mod tests {
     fn changes(files: &[(&str, &str)]) -> Changes {
         let files = files
             .iter()
-            .map(|(p, c)| ChangedFile { path: p.to_string(), change: c.to_string(), states: Vec::new() })
+            .map(|(p, c)| ChangedFile {
+                path: p.to_string(),
+                change: c.to_string(),
+                states: Vec::new(),
+                old_path: None,
+            })
             .collect();
         Changes { files, ..Changes::default() }
     }
