@@ -175,6 +175,15 @@ impl Engine {
         changed
     }
 
+    /// Whether `rel` (repo-relative) was modified or renamed (its status-change time) after
+    /// the index's last commit, so what the index says of it may be out of date.
+    pub(crate) fn edited_since_commit(repo: &RepoRef, rel: &str) -> bool {
+        use crate::engine::fsutil::{ctime_ns, mtime_ns};
+        let commit = std::fs::metadata(repo.index_dir().join("meta.json")).map(|m| mtime_ns(&m)).ok();
+        let touched = std::fs::symlink_metadata(repo.root.join(rel)).map(|m| mtime_ns(&m).max(ctime_ns(&m))).ok();
+        matches!((touched, commit), (Some(t), Some(c)) if t > c)
+    }
+
     /// True when the repo has a committed index on disk.
     pub fn has_index(&self, repo: &RepoRef) -> bool {
         repo.index_dir().join("meta.json").exists() && repo.manifest_path().exists()

@@ -114,7 +114,8 @@ pub struct ReposResponse {
     pub mounted: Vec<String>,
 }
 
-/// `GET /v1/models`: the provider's models in the OpenAI list shape.
+/// `GET /v1/models`: `docdex` (the configured default) and the provider's models, in the
+/// OpenAI list shape.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ModelList {
     /// Always `list`.
@@ -260,16 +261,18 @@ async fn models(State(state): State<AppState>) -> Result<Json<ModelList>, ApiErr
         .work()
         .run(move || {
             let owner = engine.config().llm.provider.clone();
-            let data = engine
-                .models()?
-                .into_iter()
-                .map(|m| ModelEntry {
-                    id: m.name,
-                    object: "model".into(),
-                    created: 0,
-                    owned_by: owner.clone(),
-                    size_bytes: m.size_bytes,
-                })
+            let entry = |id: String, owned_by: String, size_bytes| ModelEntry {
+                id,
+                object: "model".into(),
+                created: 0,
+                owned_by,
+                size_bytes,
+            };
+            // `docdex` first: the name chat takes for `[llm] default_model`, which a client
+            // that picks its model from this list would otherwise never see.
+            let installed = engine.models()?;
+            let data = std::iter::once(entry("docdex".into(), "docdex".into(), None))
+                .chain(installed.into_iter().map(|m| entry(m.name, owner.clone(), m.size_bytes)))
                 .collect();
             Ok(Json(ModelList { object: "list".into(), data }))
         })

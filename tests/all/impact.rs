@@ -2122,3 +2122,41 @@ fn a_declaration_file_is_found_by_its_emitted_name() {
     let reason = diags["files"][0]["diagnostics"][0]["reason"].as_str().unwrap_or_default().to_string();
     assert!(reason.contains("(and types/gone.{ts,tsx,d.ts})"), "{diags}");
 }
+
+/// A file edited since the last index run was answered with the imports it had then, without
+/// a word (tour35 F6): impact brings it into the index first, and says so when it cannot
+/// (another writer holds the index).
+#[test]
+fn impact_of_a_file_edited_since_indexing_answers_its_imports_on_disk() {
+    let env = Env::new();
+    let repo = env.repo("edited");
+    write(&repo, "old_dep.py", "def old():\n    return 1\n");
+    write(&repo, "new_dep.py", "def new():\n    return 2\n");
+    write(&repo, "app.py", "import old_dep\n\nprint(old_dep.old())\n");
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let outbound = |resp: &docdex::engine::code::impact::ImpactResponse| -> Vec<String> {
+        resp.outbound.iter().filter(|d| !d.external).map(|d| d.path.clone()).collect()
+    };
+    let ask = || engine.impact(&repo, &ImpactRequest { file: "app.py".into(), ..Default::default() }).expect("impact");
+    assert_eq!(outbound(&ask()), ["old_dep.py"]);
+
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(&repo, "app.py", "import new_dep\n\nprint(new_dep.new())\n");
+    let fresh = ask();
+    assert_eq!(outbound(&fresh), ["new_dep.py"], "the imports on disk, not the indexed ones");
+    assert!(fresh.graph.warnings.iter().all(|w| !w.contains("changed since")), "{:?}", fresh.graph.warnings);
+
+    // Another writer holds the index: the stored graph answers, and says it may be out of date.
+    let repo_ref = engine.resolve_repo(&repo).expect("repo");
+    let _writer = engine.open_index_session(&repo_ref, false).expect("the writer");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(&repo, "app.py", "import old_dep\n\nprint(old_dep.old())\n");
+    let held = ask();
+    assert_eq!(outbound(&held), ["new_dep.py"], "as of the last run");
+    assert!(
+        held.graph.warnings.iter().any(|w| w.contains("app.py changed since the index's last run")),
+        "{:?}",
+        held.graph.warnings
+    );
+}

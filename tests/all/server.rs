@@ -1292,8 +1292,9 @@ async fn models_lists_the_providers_models_or_says_it_is_unreachable() {
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["object"], "list");
     let ids: Vec<&str> = v["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["fake-chat:latest", "fake-embed:latest"], "{v}");
-    assert_eq!(v["data"][0]["owned_by"], "ollama");
+    assert_eq!(ids, ["docdex", "fake-chat:latest", "fake-embed:latest"], "{v}");
+    assert_eq!(v["data"][0]["owned_by"], "docdex", "the default's name chat takes comes first");
+    assert_eq!(v["data"][1]["owned_by"], "ollama");
     drop(server);
 
     // With the provider gone: 503 upstream_unavailable, with the contract.

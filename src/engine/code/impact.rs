@@ -619,6 +619,7 @@ impl Engine {
     /// Inbound and outbound dependencies of a file to a depth, and every file whose behaviour
     /// may change if it changes.
     pub fn impact(&self, repo_path: &Path, req: &ImpactRequest) -> Result<ImpactResponse> {
+        let not_refreshed = self.refresh_edited(repo_path, &req.file);
         let (repo, g) = self.impact_graph(repo_path)?;
         let depth = req.depth.unwrap_or(DEFAULT_DEPTH);
         if depth == 0 || depth > MAX_DEPTH {
@@ -635,6 +636,7 @@ impl Engine {
         let mut graph = graph_info(&repo, &g);
         graph.warnings.extend(deleted_since_indexed(&repo, &file));
         graph.warnings.extend(imports_unread(&repo, &file));
+        graph.warnings.extend(not_refreshed);
         Ok(ImpactResponse {
             schema: SchemaTag::current(),
             project_id: repo.fingerprint.clone(),
@@ -652,6 +654,25 @@ impl Engine {
             truncated,
             graph,
         })
+    }
+
+    /// Brings `file` into the index first when it was edited after the index's last commit,
+    /// so its imports are the ones on disk now: the graph answered for the file as it was,
+    /// without a word (tour35 F6). A warning when it could not (another process writes the
+    /// index); `None` otherwise, errors included: the answer that follows reports them.
+    fn refresh_edited(&self, repo_path: &Path, file: &str) -> Option<String> {
+        let repo = self.resolve_repo(repo_path).ok()?;
+        let file = normalize_file(&repo, file).ok()?;
+        if file.starts_with(EXTERNAL_PREFIX) || !Engine::edited_since_commit(&repo, &file) {
+            return None;
+        }
+        match self.refresh_files(&repo, std::slice::from_ref(&file)) {
+            Some(_) => None,
+            None if !self.has_index(&repo) => None,
+            None => Some(format!(
+                "{file} changed since the index's last run and could not be indexed first (a watcher or another docdex run is indexing it): its imports here are as of that run"
+            )),
+        }
     }
 
     /// The repository's import cycles.

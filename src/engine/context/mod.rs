@@ -623,12 +623,7 @@ fn dedup_omitted(omitted: &mut Vec<OmittedSnippet>) {
 /// The hits' files and the changed files (not deleted) modified or renamed (the status-change
 /// time) after the index's last commit.
 fn stale_files(repo: &RepoRef, hits: &[SearchHit], changes: &Changes) -> Vec<String> {
-    use crate::engine::fsutil::{ctime_ns, mtime_ns};
-    let commit = std::fs::metadata(repo.index_dir().join("meta.json")).map(|m| mtime_ns(&m)).ok();
-    let edited = |rel: &str| {
-        let touched = std::fs::symlink_metadata(repo.root.join(rel)).map(|m| mtime_ns(&m).max(ctime_ns(&m))).ok();
-        matches!((touched, commit), (Some(t), Some(c)) if t > c)
-    };
+    let edited = |rel: &str| Engine::edited_since_commit(repo, rel);
     let mut out: Vec<String> = hits.iter().filter(|h| h.stale).map(|h| h.path.clone()).collect();
     out.extend(changes.files.iter().filter(|f| f.change != "deleted" && edited(&f.path)).map(|f| f.path.clone()));
     out.sort();
