@@ -253,6 +253,8 @@ fn interrupt_mid_fetch(signal: i32, next_run: bool, tmp: &std::path::Path) -> (E
         libc::kill(child.id() as i32, signal);
     }
     let _ = child.wait();
+    // Before any later run reaps it, the browser's socket folder is in the home, not TMPDIR.
+    assert_eq!(chromium_leftovers(tmp), Vec::<String>::new(), "left in TMPDIR by the stopped browser");
     if next_run {
         let out = env.run(&["browser", "list", "--json"]);
         let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -275,6 +277,8 @@ fn kill_9_mid_fetch_leaves_no_browser_after_the_next_run() {
     let tmp = tempfile::tempdir().unwrap();
     let (env, left) = interrupt_mid_fetch(libc::SIGKILL, true, tmp.path());
     assert!(left.is_empty(), "browser processes left: {left:?}");
+    let socket_dirs = std::fs::read_dir(env.home().join("state/browser/tmp")).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(socket_dirs, 0, "the next run removed its singleton socket's folder");
     let locks: Vec<String> = std::fs::read_dir(env.home().join("state/locks"))
         .unwrap()
         .flatten()
@@ -331,7 +335,9 @@ fn check_launches_the_browser_and_reports_its_version() {
 
 /// Chromium puts its singleton socket (and, with `--disable-dev-shm-usage`, shared memory) in
 /// TMPDIR and leaves the directory behind when it is killed: one `/tmp/org.chromium.*` per
-/// browser docdex ever started. docdex points the browser's TMPDIR into its profile.
+/// browser docdex ever started. docdex removes it with the profile, and points the browser's
+/// TMPDIR into its own state (`state/browser/tmp`), so even a kill that no later run reaps
+/// leaves nothing in the system's.
 #[test]
 fn a_browser_leaves_nothing_in_the_temporary_directory() {
     if !have_browser() {

@@ -238,9 +238,10 @@ pub fn reap(dirs: &BrowserDirs) -> Vec<ReapedBrowser> {
 }
 
 /// Removes a stopped browser's profile and the directory Chromium made for its singleton socket
-/// in TMPDIR (`/tmp/org.chromium.Chromium.*`, which the profile's `SingletonSocket` links into):
-/// a killed browser never removes that one, so each launch would leave one behind. The socket
-/// cannot live in the profile itself: its path would pass the 108 bytes a Unix socket's may take.
+/// in its TMPDIR (`state/browser/tmp/org.chromium.Chromium.*` or `/tmp/...`, which the profile's
+/// `SingletonSocket` links into): a killed browser never removes that one, so each launch would
+/// leave one behind. The socket cannot live in the profile itself: its path would pass the 108
+/// bytes a Unix socket's may take ([`browser_tmp`]).
 fn remove_profile(profile: &Path) {
     if let Ok(target) = std::fs::read_link(profile.join("SingletonSocket")) {
         if let Some(dir) = target.parent().filter(|d| d.is_absolute()) {
@@ -252,6 +253,22 @@ fn remove_profile(profile: &Path) {
         }
     }
     let _ = std::fs::remove_dir_all(profile);
+}
+
+/// The folder given to the browser as TMPDIR: `state/browser/tmp`, beside the profiles, when
+/// the singleton socket Chromium makes there (`<tmp>/org.chromium.Chromium.XXXXXX/SingletonSocket`)
+/// fits in the 108 bytes a Unix socket's path may take. A browser killed with its owner left
+/// its folder in the system's TMPDIR, reaped only by a later run on the same home: a home never
+/// used again (a test's, a script's) left it there for good. `None` (the system's TMPDIR) when
+/// the path would be too long or the folder cannot be made.
+fn browser_tmp(profile: &Path) -> Option<PathBuf> {
+    const SOCKET_TAIL: usize = "/org.chromium.Chromium.XXXXXX/SingletonSocket".len();
+    let tmp = profile.parent()?.parent()?.join("tmp");
+    if tmp.as_os_str().len() + SOCKET_TAIL >= 108 {
+        return None;
+    }
+    std::fs::create_dir_all(&tmp).ok()?;
+    Some(tmp)
 }
 
 /// Kills every process using `profile` (and the recorded main process when it is still the
@@ -568,6 +585,9 @@ fn command(binary: &Path, cfg: &ScraperConfig, profile: &Path) -> Command {
         "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     ]);
     cmd.arg(format!("--user-data-dir={}", profile.display()));
+    if let Some(tmp) = browser_tmp(profile) {
+        cmd.env("TMPDIR", tmp);
+    }
     cmd.stdin(Stdio::null()).stdout(Stdio::null());
     match std::fs::File::create(profile.join("chromium.log")) {
         Ok(f) => cmd.stderr(f),
