@@ -78,7 +78,7 @@ pub struct AstSearchArgs {
     #[arg(long, required = true, value_delimiter = ',')]
     kinds: Vec<String>,
     /// Files must contain any (default) or all of the kinds.
-    #[arg(long, default_value = "any")]
+    #[arg(long, default_value = "any", value_parser = ["any", "all"])]
     mode: String,
     /// Files to show.
     #[arg(long, short = 'n', value_parser = super::count_up_to::<{crate::engine::protocol::MAX_CODE_RESULTS}>)]
@@ -100,7 +100,7 @@ pub struct AstQueryArgs {
     #[arg(long, required = true, value_delimiter = ',')]
     kinds: Vec<String>,
     /// Files must contain any (default) or all of the kinds.
-    #[arg(long, default_value = "any")]
+    #[arg(long, default_value = "any", value_parser = ["any", "all"])]
     mode: String,
     /// Only declarations of this name (ignoring case and underscores).
     #[arg(long)]
@@ -318,6 +318,9 @@ fn print_status(out: &Out, s: &SymbolsStatus) {
 }
 
 fn print_ast_search(out: &Out, r: &AstSearchResponse) {
+    if let Some(n) = &r.note {
+        out.note(&format!("note: {}", visible(n)));
+    }
     let mode = if r.mode == AstMode::All { "all of" } else { "any of" };
     let kinds = r.kinds.join(", ");
     out.note(&match (r.total_files, r.results.len()) {
@@ -334,6 +337,9 @@ fn print_ast_search(out: &Out, r: &AstSearchResponse) {
 }
 
 fn print_ast_query(out: &Out, r: &AstQueryResponse) {
+    if let Some(n) = &r.note {
+        out.note(&format!("note: {}", visible(n)));
+    }
     out.note(&format!(
         "{} in {} ({} shown) for {}{}{}",
         count(r.total_matches, "match"),
@@ -347,11 +353,12 @@ fn print_ast_query(out: &Out, r: &AstQueryResponse) {
         let counts: Vec<String> = f.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
         out.line(&format!("{}  {}", out.paint("36", &f.path), out.paint("2", &counts.join(" "))));
         for s in &f.samples {
-            let range = if s.line_end > s.line_start {
-                format!("{}-{}", s.line_start, s.line_end)
-            } else {
-                s.line_start.to_string()
+            // With its column: two matches on one line printed as the same line twice (tour37 F9).
+            let at = match s.column {
+                Some(c) => format!("{}:{c}", s.line_start),
+                None => s.line_start.to_string(),
             };
+            let range = if s.line_end > s.line_start { format!("{at}-{}", s.line_end) } else { at };
             out.line(&format!("  {:>9}  {:<24} {}", range, out.paint("2", &s.kind), visible(&s.text)));
         }
     }

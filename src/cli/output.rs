@@ -265,9 +265,11 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
             (false, true) => "rebuilt; ",
             _ => "",
         },
-        s.added,
+        // The JSON counts a rename in `added` and `deleted` too; here the counts add up to the
+        // files changed: one `mv` read "1 added, 1 deleted, 1 renamed" (tour36 F6).
+        s.added.saturating_sub(s.renamed),
         s.updated,
-        s.deleted,
+        s.deleted.saturating_sub(s.renamed),
         s.renamed,
         s.unchanged,
         s.bytes_read as f64 / 1048576.0,

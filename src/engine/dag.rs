@@ -617,12 +617,19 @@ impl DagStore {
     fn resolve(&self, id: &str) -> Result<String> {
         let not_found =
             || Error::NotFound(format!("no reasoning session {id:?} in this repository; `docdex dag list` shows them"));
+        if id.trim().is_empty() {
+            return Err(Error::BadRequest(
+                "give a session id, or 4 or more of its first characters (`docdex dag list` shows them)".into(),
+            ));
+        }
         if !valid_session_id(id) {
             return Err(not_found());
         }
         let mut stmt = self
             .conn
-            .prepare("SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT 5")
+            // A prefix in either case: ids are printed in lower case, and `4A25` typed from a
+            // screen found nothing (tour37 F11).
+            .prepare("SELECT id FROM sessions WHERE lower(substr(id, 1, length(?1))) = lower(?1) ORDER BY id LIMIT 5")
             .map_err(|e| self.err(e))?;
         let ids: Vec<String> = stmt
             .query_map(params![id], |r| r.get(0))

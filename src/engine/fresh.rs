@@ -81,7 +81,15 @@ impl Engine {
         let span = tracing::info_span!("keep_fresh", repo = %repo_path.display());
         let _entered = span.enter();
         let mut backoff = Duration::from_secs(1);
+        // The folder mounted, by its real path: a restart resolved `repo_path` again, and a
+        // root swapped for a link led the watcher into the link's target for good (tour36 F1).
+        let mounted = self.resolve_repo(repo_path).map(|r| r.root).unwrap_or_else(|_| repo_path.to_path_buf());
         while !stop.load(Ordering::SeqCst) {
+            if let Some(why) = root_gone(&mounted) {
+                report(FreshEvent::State(FreshState::Failed { message: why }));
+                sleep_unless_stopped(stop, Duration::from_secs(1));
+                continue;
+            }
             report(FreshEvent::State(FreshState::CatchingUp));
             let watch_report = |r: WatchReport| {
                 let ready = matches!(r, WatchReport::Ready(_));
@@ -90,7 +98,7 @@ impl Engine {
                     report(FreshEvent::State(FreshState::Watching));
                 }
             };
-            match self.watch(repo_path, stop, &watch_report) {
+            match self.watch(&mounted, stop, &watch_report) {
                 Ok(()) => break,
                 Err(Error::IndexStopped { .. }) if stop.load(Ordering::SeqCst) => break,
                 Err(Error::IndexBusy { pid, .. }) => {
@@ -203,7 +211,7 @@ impl Engine {
         let status = match (&watcher, indexed) {
             // Deleted or moved while mounted: its index answers for files that are gone (it
             // read `ready`, tour32 F5).
-            _ if !repo.root.is_dir() => "missing",
+            _ if root_gone(&repo.root).is_some() => "missing",
             (_, false) => "indexing",
             (FreshState::CatchingUp, true) => "stale",
             (FreshState::Deferred { .. }, true) if updating => "stale",
@@ -226,5 +234,19 @@ fn sleep_unless_stopped(stop: &AtomicBool, total: Duration) {
     while slept < total && !stop.load(Ordering::SeqCst) {
         std::thread::sleep(step);
         slept += step;
+    }
+}
+
+/// Why the mounted folder `root` (a real path) cannot be watched now: gone, no longer a folder,
+/// or replaced by a symbolic link (whose target is not the repository). `None` when it is there.
+pub(crate) fn root_gone(root: &Path) -> Option<String> {
+    let shown = crate::error::shell_path(root);
+    match std::fs::symlink_metadata(root) {
+        Err(_) => Some(format!("{shown} is missing (deleted or moved); watching resumes when it is back")),
+        Ok(m) if m.file_type().is_symlink() => Some(format!(
+            "{shown} was replaced by a symbolic link; docdex follows no link out of a repository, so watching resumes when the folder itself is back"
+        )),
+        Ok(m) if !m.is_dir() => Some(format!("{shown} is no longer a folder; watching resumes when it is back")),
+        Ok(_) => None,
     }
 }

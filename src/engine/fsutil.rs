@@ -295,7 +295,7 @@ fn open_beneath(root: &Path, rel: &str) -> std::io::Result<File> {
     use std::sync::atomic::{AtomicBool, Ordering};
     static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
     if !NO_OPENAT2.load(Ordering::Relaxed) {
-        let dir = File::open(root)?;
+        let dir = open_root_dir(root)?;
         let path = std::ffi::CString::new(Path::new(rel).as_os_str().as_bytes())?;
         // SAFETY: open_how is plain data; zeroed is a valid value (no flags, no resolve bits).
         let mut how: libc::open_how = unsafe { std::mem::zeroed() };
@@ -325,12 +325,28 @@ fn open_beneath(root: &Path, rel: &str) -> std::io::Result<File> {
     open_no_follow_inside(root, rel)
 }
 
+/// The repository root itself, refused (`ELOOP`) when it is now a symbolic link: a root is
+/// registered by its real path, so a link there means the folder was swapped for one (moved
+/// away, a link left in its place), and a read through it reached files outside the
+/// repository (tour36 F1).
+fn open_root_dir(root: &Path) -> std::io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC);
+    }
+    o.open(root)
+}
+
 #[cfg(not(target_os = "linux"))]
 fn open_beneath(root: &Path, rel: &str) -> std::io::Result<File> {
     open_no_follow_inside(root, rel)
 }
 
 fn open_no_follow_inside(root: &Path, rel: &str) -> std::io::Result<File> {
+    drop(open_root_dir(root)?);
     let root = std::fs::canonicalize(root)?;
     let path = root.join(rel);
     let parent = path.parent().unwrap_or(&root);

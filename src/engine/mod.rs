@@ -328,7 +328,7 @@ impl Engine {
         let repo = session.repo().clone();
         // Recorded before embedding, which can take minutes: the text index is committed and
         // searchable, and a run killed while embedding must not leave it listed as never indexed.
-        self.inner.registry.record_indexed(&repo, summary.files, summary.chunks)?;
+        self.record_indexed(&repo, &summary)?;
         // A one-off run has no shutdown flag: Ctrl-C ends the process, and what the phase
         // wrote stays (one transaction per group of files). A server's run stops with its
         // request, as the phase stops for a shutdown.
@@ -342,10 +342,6 @@ impl Engine {
             summary.note = Some(format!("rebuilt because {why}; the new generation replaced it"));
         } else if opts.repair {
             summary.note = Some("every index file matches its checksum; nothing to repair".into());
-        }
-        if summary.added > 0 || summary.deleted > 0 || summary.renamed > 0 {
-            // New or vanished files may mean new or vanished directories.
-            self.invalidate_maps(&repo);
         }
         Ok(summary)
     }
@@ -468,6 +464,13 @@ impl Engine {
 
     /// Records an index run's counts in the registry (used by the watcher).
     pub fn record_indexed(&self, repo: &RepoRef, summary: &IndexSummary) -> Result<()> {
+        if summary.added > 0 || summary.deleted > 0 || summary.renamed > 0 {
+            // New or vanished files may mean new or vanished directories, and a map lists
+            // files: every run records here (`index`, a watcher's batch, a refresh before an
+            // answer), and the watcher's only threw maps away for a changed folder, so a
+            // deleted file stayed on the map (tour36 F3).
+            self.invalidate_maps(repo);
+        }
         self.inner.registry.record_indexed(repo, summary.files, summary.chunks)
     }
 

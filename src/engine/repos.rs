@@ -583,10 +583,32 @@ impl Registry {
 
     /// Resolves a path to a [`RepoRef`] without creating anything.
     pub fn resolve(&self, path: &Path) -> Result<RepoRef> {
+        self.refuse_swapped_root(path)?;
         let root = normalize(path)?;
         let fingerprint = fingerprint(&root);
         let state_dir = self.paths.repo_state(&fingerprint);
         Ok(RepoRef::new(root, fingerprint, state_dir))
+    }
+
+    /// Refuses a registered repository's root that is now a symbolic link: roots are registered
+    /// by their real path, so a link there means the folder was moved away and a link left in
+    /// its place, and resolving through it answered, indexed and served the link's target as
+    /// the repository (tour36 F1). A link the user names that was never a registered root is
+    /// followed as ever (`--repo ~/code` leading to `/data/code`).
+    fn refuse_swapped_root(&self, path: &Path) -> Result<()> {
+        let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            return Ok(());
+        }
+        let Ok(absolute) = std::path::absolute(path) else { return Ok(()) };
+        if !self.list()?.iter().any(|r| r.path == absolute) {
+            return Ok(());
+        }
+        Err(Error::BadRequest(format!(
+            "repository {} was replaced by a symbolic link; docdex follows no link out of a repository: put the folder back, or after moving it run `docdex repo move {} NEW_PATH`",
+            absolute.display(),
+            crate::error::shell_path(&absolute)
+        )))
     }
 
     /// Creates the repo's state directory and `repo_meta.json` if needed, and registers it.
@@ -682,6 +704,13 @@ impl Registry {
         if held.any() && !lose_user_data {
             return Err(Error::BadRequest(purge_refusal(&record, &held)));
         }
+        // Held until the state is gone: a watcher deleted under its feet died, and a server's
+        // rebuilt the index and registered it again, undoing the purge unsaid (tour36 F2).
+        let _writer = if purge {
+            Some(relocate::writer_lock(&self.paths.locks(), &record.fingerprint, &record.path)?)
+        } else {
+            None
+        };
         self.update(|records| records.retain(|r| r.fingerprint != record.fingerprint))?;
         if purge {
             if dir.exists() {

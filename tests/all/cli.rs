@@ -465,6 +465,31 @@ fn repo_list_and_remove() {
     assert_eq!(env.run(&["repo", "remove", r, "--purge"]).status.code(), Some(3), "nothing left to purge");
 }
 
+/// tour36 F2: `repo remove --purge` deleted the index under a running watcher (which died) or
+/// server (which rebuilt it and registered it again, undoing the purge unsaid). It is refused
+/// while another process holds the index writer, naming it, and done once it lets go.
+#[test]
+fn purging_a_repository_another_process_is_writing_is_refused() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let engine = env.engine();
+    let repo_ref = engine.resolve_repo(&repo).unwrap();
+    let writer = engine.open_index_session(&repo_ref, false).unwrap();
+    let out = env.run(&["repo", "remove", r, "--purge"]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains(&format!("pid {}", std::process::id())) && said.contains("stop that process"), "{said}");
+    assert!(repo_ref.state_dir.exists(), "nothing deleted");
+    assert_eq!(env.json(&["repo", "list", "--json"])["repos"].as_array().unwrap().len(), 1, "still registered");
+    drop(writer);
+    let out = env.run(&["repo", "remove", r, "--purge"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!repo_ref.state_dir.exists());
+}
+
 /// A repository moved or deleted: `repo list` says its folder is gone and what to run, and its
 /// index can still be purged after a plain `repo remove` forgot it (it said "not registered",
 /// leaving the index under the home for good), by the path it had, relative or absolute.
@@ -508,6 +533,14 @@ fn completions_complete_every_command_and_its_flags() {
     let script = String::from_utf8(out.stdout).unwrap();
     assert!(script.contains("complete -F _docdex") && script.contains("docdex__subcmd__search"), "{}", &script[..200]);
     assert!(script.contains("--agent-id") && script.contains("--path-prefix"), "aliases complete too");
+    // A flag with a fixed set of values completes them, not file names (tour37 F11).
+    assert!(
+        script.contains(
+            r#"--mode)
+                    COMPREPLY=($(compgen -W "any all" -- "${cur}"))"#
+        ),
+        "ast's --mode completes any and all"
+    );
     assert!(!env.home().exists(), "no state was opened");
     let zsh = String::from_utf8(env.run(&["completions", "zsh"]).stdout).unwrap();
     assert!(zsh.starts_with("#compdef docdex") && zsh.contains("symbols-status"), "{}", &zsh[..100]);
@@ -531,6 +564,12 @@ fn human_index_output_summarizes() {
     let out = env.run(&["index", "--repo", repo.to_str().unwrap(), "--rebuild"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("(rebuilt; 5 added") && text.contains("generation 2"), "{text}");
+    // A rename is one change, not an addition, a deletion and a rename (tour36 F6); the JSON
+    // keeps counting it in added and deleted as documented.
+    std::fs::rename(repo.join("README.md"), repo.join("GUIDE.md")).unwrap();
+    let out = env.run(&["index", "--repo", repo.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("(0 added, 0 updated, 0 deleted, 1 renamed, 4 unchanged"), "{text}");
 }
 
 #[test]
@@ -591,10 +630,12 @@ fn similar_of_an_empty_file_says_it_is_empty() {
     assert_eq!(v["results"].as_array().map(Vec::len), Some(0), "{v}");
     let notice = v["notice"].as_str().unwrap_or_default();
     assert!(notice.starts_with("empty.md is empty: it has no words or embeddings"), "{v}");
+    assert_eq!(v["mode"], "bm25", "no embeddings here: not 'by embeddings' (tour37 F8): {v}");
     let out = env.run(&["similar", "--repo", r, "blank.md"]);
     assert_eq!(out.status.code(), Some(0));
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("blank.md holds only whitespace") && text.contains("no similar files"), "{text}");
+    assert!(text.contains("by shared distinctive words") && !text.contains("by embeddings"), "{text}");
     let v = env.json(&["similar", "--repo", r, "--json", "src/auth/session.rs"]);
     assert!(v["notice"].as_str().is_none_or(|n| !n.contains("empty")), "{v}");
 }

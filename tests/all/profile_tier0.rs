@@ -392,7 +392,7 @@ fn wait_until(what: &str, cond: impl Fn() -> bool) {
 }
 
 #[test]
-fn the_watcher_invalidates_maps_on_directory_changes_only() {
+fn the_watcher_invalidates_maps_when_files_come_or_go_not_on_edits() {
     let env = Env::new();
     let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
     env.write_config(&llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"));
@@ -445,6 +445,16 @@ fn the_watcher_invalidates_maps_on_directory_changes_only() {
     // So does removing one.
     std::fs::remove_dir_all(repo.join("services")).unwrap();
     wait_until("the map thrown away again", || !cached.exists());
+    // And a file deleted from a folder that stays: the map listed it on (tour36 F3).
+    std::thread::sleep(Duration::from_millis(1500));
+    map(&engine);
+    assert!(cached.is_file());
+    std::fs::remove_file(repo.join("src/parser.py")).unwrap();
+    wait_until("a deleted file throws the map away", || !cached.exists());
+    wait_until("the deletion applied", || {
+        applied.lock().unwrap().iter().flatten().filter(|p| *p == "src/parser.py").count() >= 2
+    });
+    assert!(map(&engine).paths.iter().all(|p| p != "src/parser.py"), "the deleted file is off the map");
     stop.store(true, Ordering::Relaxed);
     watcher.join().unwrap();
 }

@@ -1990,3 +1990,50 @@ async fn a_served_repository_whose_folder_is_deleted_reads_missing() {
     })
     .await;
 }
+
+/// tour36 F1: a served repository whose folder was moved away and replaced by a link to
+/// another folder was followed into the link's target: its files were indexed, searched and
+/// served, the target was registered as a repository, and once the real folder was back the
+/// watcher stayed on the target while `/v1/status` read `ready`. Now the mount reads
+/// `missing` while the link stands, nothing of the target is read, and watching resumes on the
+/// folder itself.
+#[tokio::test]
+async fn a_served_repository_swapped_for_a_link_reads_missing_and_serves_nothing_outside() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let outside = env.dir.path().join("outside");
+    write(&outside, "secret.py", "def kestrel_password():\n    return 'hunter2'\n");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let status = || async {
+        let v: Value = c.get(server.url("/v1/status")).send().await.unwrap().json().await.unwrap();
+        v["repos"][0]["mount"]["status"].as_str().unwrap_or_default().to_string()
+    };
+    let found = |query: &'static str, path: &'static str| {
+        let c = c.clone();
+        let url = server.url("/v1/search");
+        async move {
+            let v: Value = c.post(url).json(&json!({ "query": query })).send().await.unwrap().json().await.unwrap();
+            v["results"].as_array().is_some_and(|a| a.iter().any(|h| h["path"] == path))
+        }
+    };
+    eventually("catch-up done", || async { status().await == "ready" }).await;
+    let aside = env.dir.path().join("r.real");
+    std::fs::rename(&repo, &aside).unwrap();
+    std::os::unix::fs::symlink(&outside, &repo).unwrap();
+    eventually("missing while the link stands", || async { status().await == "missing" }).await;
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(!found("kestrel password", "secret.py").await, "a file of the link's target was indexed");
+    let (s, v) = json_of(c.get(server.url("/v1/open?path=secret.py")).send().await.unwrap()).await;
+    assert!(s >= 400, "a file of the link's target was served: {v}");
+    assert!(!v.to_string().contains("hunter2"), "{v}");
+    std::fs::remove_file(&repo).unwrap();
+    std::fs::rename(&aside, &repo).unwrap();
+    write(&repo, "src/after.rs", "fn ptarmigan_return() {}\n");
+    eventually("the folder itself is watched again", || async { found("ptarmigan return", "src/after.rs").await })
+        .await;
+    assert_eq!(status().await, "ready");
+    let listed = env.json(&["repo", "list", "--json"]);
+    let repos = listed["repos"].as_array().unwrap();
+    assert_eq!(repos.len(), 1, "the link's target was registered: {listed}");
+}

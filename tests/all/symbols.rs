@@ -1244,6 +1244,49 @@ fn ast_field_name_skips_parameters_and_keyword_arguments() {
     assert_eq!(lines, [8], "only `def timeout` names a declaration: {v}");
 }
 
+/// `--field name` counted the last segment of every path as a name (Rust's `use
+/// std::mem::MaybeUninit;` and `Holder::new()`, tour37 F9): only the declaration is one. The
+/// text output gives each sample its column, so two matches on one line are told apart.
+#[test]
+fn ast_field_name_skips_the_last_segment_of_a_path() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(
+        &repo,
+        "src/lib.rs",
+        "use std::mem::MaybeUninit;\n\npub struct Holder;\n\nimpl Holder {\n    pub fn new() -> Self {\n        Holder\n    }\n}\n\npub fn make() -> (Holder, Holder) {\n    (Holder::new(), Holder::new())\n}\n",
+    );
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let ask = |name: &str| {
+        let v = env.json(&[
+            "ast",
+            "query",
+            "--repo",
+            r,
+            "--kinds",
+            "identifier",
+            "--field",
+            "name",
+            "--name",
+            name,
+            "--json",
+        ]);
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|f| f["samples"].as_array().cloned().unwrap_or_default())
+            .filter_map(|s| s["line_start"].as_u64())
+            .collect::<Vec<u64>>()
+    };
+    assert_eq!(ask("new"), [6], "only `fn new` names a declaration, not the two calls on line 12");
+    assert_eq!(ask("MaybeUninit"), Vec::<u64>::new(), "a `use` path declares nothing");
+    let out = env.run(&["ast", "query", "--repo", r, "--kinds", "scoped_identifier"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1:5 ") && text.contains("12:6 "), "each sample with its column: {text}");
+}
+
 /// A qualified query (`Person::new`) looks for a typo of its name only inside its container:
 /// it also returned `module net` elsewhere as a fuzzy match (a code-intelligence tour), while an
 /// unqualified `nev` still finds both by their spelling.
@@ -1288,4 +1331,45 @@ fn an_unmatched_path_filter_is_named_and_the_search_hint_pastes_as_typed() {
         let said = String::from_utf8_lossy(&out.stdout);
         assert!(said.contains(hint), "{q}: {said}");
     }
+}
+
+/// `ast search --path nope` said only "no file has any of function_item" and `ast query` the
+/// same with a count of 0 (tour37 F10): a path filter naming no indexed file is said to be so,
+/// as symbols and search say it, in the JSON and on the terminal.
+#[test]
+fn ast_search_and_query_say_when_the_path_filter_names_no_indexed_file() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "src/lib.rs", "pub fn one() {}\n");
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    for verb in ["search", "query"] {
+        let v = env.json(&["ast", verb, "--repo", r, "--kinds", "function_item", "--path", "nope", "--json"]);
+        assert_eq!(v["total_files"], 0, "{v}");
+        let note = v["note"].as_str().unwrap_or_default();
+        assert!(note.contains("no indexed file is under") && note.contains("nope"), "{verb}: {v}");
+        let v = env.json(&["ast", verb, "--repo", r, "--kinds", "function_item", "--path", "src", "--json"]);
+        assert!(v["note"].is_null() && v["total_files"] == 1, "{verb}: {v}");
+        let out = env.run(&["ast", verb, "--repo", r, "--kinds", "function_item", "--path", "Src"]);
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(text.contains("no indexed file is under") && text.contains("did you mean"), "{verb}: {text}");
+    }
+}
+
+/// `symbols --file` of a file edited since the last index run answered its indexed outline,
+/// "No symbols" for one that now holds a definition (tour36 F4): the file is brought into the
+/// index first, as impact and context packs do.
+#[test]
+fn the_outline_of_a_file_edited_since_indexing_is_of_the_file_on_disk() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "a.py", "import os\n");
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(&repo, "a.py", "import os\n\n\ndef added_fn():\n    pass\n");
+    let v = env.json(&["symbols", "--repo", r, "--file", "a.py", "--json"]);
+    let names: Vec<&str> = v["results"].as_array().unwrap().iter().filter_map(|s| s["name"].as_str()).collect();
+    assert_eq!(names, ["added_fn"], "{v}");
+    assert!(v["results"][0]["stale"] != true, "{v}");
 }

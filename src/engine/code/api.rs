@@ -277,6 +277,12 @@ impl Engine {
                     .into(),
             ));
         }
+        // An outline is of the file as it is now: one edited since the last run read "No
+        // symbols" while it held a new definition (tour36 F4).
+        let not_refreshed = match (&query, &file) {
+            (None, Some(f)) => self.refresh_edited(repo_path, f),
+            _ => None,
+        };
         let reader = open_current(&repo)?;
         let filter = SymbolFilter {
             kind,
@@ -314,6 +320,7 @@ impl Engine {
             _ => None,
         };
         let note = parse_in_progress(&repo)
+            .or(not_refreshed)
             .or(unmatched)
             .or_else(|| query.as_deref().and_then(|q| reader.parts_note(q, &repo.root)))
             .or_else(|| stale_note(stale, &repo));
@@ -433,6 +440,7 @@ impl Engine {
             mode: req.mode,
             truncated: total_files > results.len(),
             total_files,
+            note: unmatched_path(&repo, total_files, prefix.as_deref()),
             results,
         })
     }
@@ -494,6 +502,7 @@ impl Engine {
             truncated: total_files > files.len(),
             total_files,
             total_matches,
+            note: unmatched_path(&repo, total_files, prefix.as_deref()),
             results: files,
         })
     }
@@ -502,6 +511,15 @@ impl Engine {
     /// grammar loads (for `docdex check`).
     pub fn symbol_languages(&self) -> Vec<LanguageSupport> {
         super::language_support()
+    }
+}
+
+/// The note of an AST search that found nothing because `--path` names no indexed file: it
+/// said only "no file has any of function_item" (tour37 F10), as symbols and search once did.
+fn unmatched_path(repo: &RepoRef, found: usize, prefix: Option<&str>) -> Option<String> {
+    match (found, prefix) {
+        (0, Some(p)) => crate::engine::search::filter_note::unmatched(repo, p),
+        _ => None,
     }
 }
 

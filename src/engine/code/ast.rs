@@ -190,12 +190,20 @@ pub struct FieldMatch {
     pub label: Option<String>,
 }
 
-/// Whether `node` is the `name` of a parameter or of a call's argument (Python's `timeout=5`
-/// in a signature or a call): grammars give those a `name` field too, yet `--field name` is
-/// for the names declarations give (a tour found 31 of rich's 32 `Console` matches were
-/// parameters and keyword arguments).
-fn names_a_parameter_or_argument(node: tree_sitter::Node) -> bool {
-    node.parent().is_some_and(|p| p.kind().contains("parameter") || p.kind().contains("argument"))
+/// Whether `node` is a `name` that declares nothing: a parameter's or a call argument's
+/// (Python's `timeout=5` in a signature or a call), or the last segment of a path (Rust's
+/// `std::mem::MaybeUninit` and `Type::new`, Go's `pkg.Type`, C++'s `ns::f`, whose `scoped_*` and
+/// `qualified_*` nodes name it `name`). Grammars give those a `name` field too, yet `--field
+/// name` is for the names declarations give (a tour found 31 of rich's 32 `Console` matches
+/// were parameters and keyword arguments, and 575 of hyper's `role.rs` matches were paths).
+fn names_no_declaration(node: tree_sitter::Node) -> bool {
+    node.parent().is_some_and(|p| {
+        let kind = p.kind();
+        kind.contains("parameter")
+            || kind.contains("argument")
+            || kind.starts_with("scoped_")
+            || kind.starts_with("qualified_")
+    })
 }
 
 /// Nodes of `kinds` in `tree` that fill the `field` of their parent (`identifier` nodes that are
@@ -216,7 +224,7 @@ pub fn field_matches(
         if cursor.field_name() == Some(field)
             && node.is_named()
             && kinds.iter().any(|k| k == node.kind())
-            && !(field == "name" && names_a_parameter_or_argument(node))
+            && !(field == "name" && names_no_declaration(node))
         {
             let label = node
                 .child_by_field_name("name")

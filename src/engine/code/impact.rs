@@ -659,8 +659,9 @@ impl Engine {
     /// Brings `file` into the index first when it was edited after the index's last commit,
     /// so its imports are the ones on disk now: the graph answered for the file as it was,
     /// without a word (tour35 F6). A warning when it could not (another process writes the
-    /// index); `None` otherwise, errors included: the answer that follows reports them.
-    fn refresh_edited(&self, repo_path: &Path, file: &str) -> Option<String> {
+    /// index); `None` otherwise, errors included: the answer that follows reports them. A file's
+    /// outline (`symbols --file`) comes through here too.
+    pub(crate) fn refresh_edited(&self, repo_path: &Path, file: &str) -> Option<String> {
         let repo = self.resolve_repo(repo_path).ok()?;
         let file = normalize_file(&repo, file).ok()?;
         if file.starts_with(EXTERNAL_PREFIX) || !Engine::edited_since_commit(&repo, &file) {

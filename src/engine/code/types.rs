@@ -400,6 +400,10 @@ pub struct AstSearchResponse {
     pub total_files: usize,
     /// More files matched than were returned.
     pub truncated: bool,
+    /// Why nothing matched when it is not for want of the kinds: the path filter names no
+    /// indexed file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// `docdex ast query`, `POST /v1/ast/query`: per-file match counts plus sample nodes.
@@ -495,6 +499,10 @@ pub struct AstQueryResponse {
     pub total_matches: u64,
     /// More files matched than were returned.
     pub truncated: bool,
+    /// Why nothing matched when it is not for want of the kinds: the path filter names no
+    /// indexed file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Parse and extraction figures of one language in an index run.

@@ -116,11 +116,17 @@ impl Engine {
                 .map(|n| format!("limit {n} was taken as {limit}: similar lists 1 to 200 files")),
             results: Vec::new(),
         };
+        let vectors = self.vectors(&repo);
         if let Some(empty) = nothing_to_compare(&file, &content.text) {
+            // Said in the mode the repository would compare in: an empty file in a keyword-only
+            // repository was "by embeddings" (tour37 F8).
+            if !matches!(vectors, Vectors::Usable(..)) {
+                resp.mode = "bm25".into();
+            }
             resp.notice = Some(resp.notice.take().map_or(empty.clone(), |limit| format!("{empty}; {limit}")));
             return Ok(resp);
         }
-        let notice = match self.vectors(&repo) {
+        let notice = match vectors {
             Vectors::Usable(store, model) => {
                 let vectors = store.file_vectors(&file)?;
                 if let Some(mean) = mean_direction(&vectors) {

@@ -184,8 +184,8 @@ impl Registry {
 }
 
 /// The index writer's lock of a repository, so no run or watcher writes its state while it
-/// moves.
-fn writer_lock(locks: &Path, fingerprint: &str, root: &Path) -> Result<FileLock> {
+/// moves or is purged.
+pub(super) fn writer_lock(locks: &Path, fingerprint: &str, root: &Path) -> Result<FileLock> {
     let path: PathBuf = locks.join(format!("{fingerprint}.writer.lock"));
     FileLock::try_acquire(&path)?
         .ok_or_else(|| Error::IndexBusy { repo: root.to_path_buf(), pid: FileLock::holder_pid(&path) })

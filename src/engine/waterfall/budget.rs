@@ -290,6 +290,10 @@ pub const WEB_RESERVE_PCT: u32 = 30;
 /// diff and the repo (see [`reserves`]).
 pub const HISTORY_RESERVE_PCT: u32 = 25;
 
+/// The share of the context part a turn's library passages may reserve ahead of the diff and
+/// the repo (see [`reserves`]).
+pub const LIBRARY_RESERVE_PCT: u32 = 20;
+
 /// The slots that share the context share, in priority order.
 pub const CONTEXT_SLOTS: [Slot; 5] = [Slot::Diff, Slot::Repo, Slot::History, Slot::Library, Slot::Web];
 
@@ -345,12 +349,13 @@ pub fn fit(
     fill(Slot::Map, plan.map, false, &mut remaining, &mut by_slot, &mut out);
     let memory_cap = plan.memory + plan.system.saturating_sub(mandatory);
     fill(Slot::Memory, memory_cap, false, &mut remaining, &mut by_slot, &mut out);
-    let (web_reserve, history_reserve) = reserves(&by_slot, remaining, section_cost);
-    remaining -= web_reserve + history_reserve;
+    let reserved = reserves(&by_slot, remaining, section_cost);
+    remaining -= reserved.web + reserved.history + reserved.library;
     for slot in CONTEXT_SLOTS {
         match slot {
-            Slot::History => remaining += history_reserve,
-            Slot::Web => remaining += web_reserve,
+            Slot::History => remaining += reserved.history,
+            Slot::Library => remaining += reserved.library,
+            Slot::Web => remaining += reserved.web,
             _ => {}
         }
         // History is kept as the latest unbroken stretch of the conversation: an older message
@@ -361,7 +366,15 @@ pub fn fit(
     Ok(out)
 }
 
-/// What the web and history slots keep of `remaining` before the diff and the repo fill it.
+/// What the web, history and library slots keep of the context part before the diff and the
+/// repo fill it.
+struct Reserved {
+    web: u32,
+    history: u32,
+    library: u32,
+}
+
+/// What the web, history and library slots keep of `remaining` before the diff and the repo fill it.
 ///
 /// Web passages exist only when the local answer was weak or the web was asked for: up to
 /// [`WEB_RESERVE_PCT`] of what is left is kept for them, so the repo's hits (which come first)
@@ -369,12 +382,15 @@ pub fn fit(
 /// (the newest messages back to the newest question, with their heading) keeps up to
 /// [`HISTORY_RESERVE_PCT`]: a follow-up ("and who calls it?") means nothing without it, and
 /// a repository's hits used to fill the whole context part, so every follow-up in a session
-/// went to the model without the conversation (tour28 F2).
+/// went to the model without the conversation (tour28 F2). Library passages (present only
+/// after `docdex libs fetch`, and only those search matched) keep up to
+/// [`LIBRARY_RESERVE_PCT`]: weak repository hits took 6,427 tokens and left the library 223,
+/// so its five best passages were dropped and the sixth kept (tour37 F3).
 fn reserves(
     by_slot: &HashMap<Slot, Vec<(Piece, u32)>>,
     remaining: u32,
     section_cost: &dyn Fn(Slot) -> u32,
-) -> (u32, u32) {
+) -> Reserved {
     let need = |slot: Slot, costs: &mut dyn Iterator<Item = u32>| {
         let sum: u32 = costs.sum();
         if sum == 0 {
@@ -389,7 +405,13 @@ fn reserves(
         let answers = v.iter().take_while(|(p, _)| is_answer(p)).count();
         need(Slot::History, &mut v.iter().take(answers + 1).map(|(_, c)| *c))
     });
-    (web.min(remaining * WEB_RESERVE_PCT / 100), history.min(remaining * HISTORY_RESERVE_PCT / 100))
+    let library = by_slot.get(&Slot::Library).map_or(0, |v| need(Slot::Library, &mut v.iter().map(|(_, c)| *c)));
+    let share = |pct: u32| (remaining as u64 * pct as u64 / 100) as u32;
+    Reserved {
+        web: web.min(share(WEB_RESERVE_PCT)),
+        history: history.min(share(HISTORY_RESERVE_PCT)),
+        library: library.min(share(LIBRARY_RESERVE_PCT)),
+    }
 }
 
 /// Fills one slot from its pieces within `min(cap, remaining)`; returns the tokens used. With
@@ -605,6 +627,28 @@ mod tests {
         let drops: Vec<&str> = f.drops.iter().map(|d| d.source.as_str()).collect();
         assert_eq!(drops, ["web-2"]);
         assert!(f.drops[0].reason.contains("web slot"), "{}", f.drops[0].reason);
+    }
+
+    #[test]
+    fn library_passages_keep_their_reserve_ahead_of_the_repo() {
+        // tour37 F3: weak repository hits filled everything and left the library's best
+        // passages no room. 600 left after memory: the library reserves 120 (20 %) of its 300.
+        let p = plan(1000, 100);
+        let pieces = vec![
+            piece(Slot::Library, "lib-1", 100, 0),
+            piece(Slot::Library, "lib-2", 200, 1),
+            piece(Slot::Repo, "repo-1", 300, 0),
+            piece(Slot::Repo, "repo-2", 150, 1),
+            piece(Slot::Repo, "repo-3", 100, 2),
+            piece(Slot::Memory, "mem-1", 150, 0),
+        ];
+        let f = fit(&p, &counter(), 50, pieces, &|_| 0).unwrap();
+        let kept: Vec<&str> = f.kept.iter().map(|p| p.citation.as_str()).collect();
+        // The repo gets 480: repo-1 and repo-2, and repo-3 no longer fits; the library gets
+        // the 30 left plus its 120, room for its best passage (before: 30, room for none).
+        assert_eq!(kept, ["mem-1", "repo-1", "repo-2", "lib-1"]);
+        let drops: Vec<&str> = f.drops.iter().map(|d| d.source.as_str()).collect();
+        assert_eq!(drops, ["repo-3", "lib-2"]);
     }
 
     #[test]

@@ -722,9 +722,9 @@ fn impact_on_a_file_a_running_watcher_has_not_taken_in_yet_names_the_watcher() {
     watcher.signal(libc::SIGCONT);
     eventually("the watcher takes the new file into the graph", || engine.impact(&repo, &req).is_ok());
     drop(watcher);
-    // With no watcher, the advice is the index run again.
+    // With no watcher, impact brings the new file into the index itself and answers for it.
     write(&repo, "app/later.py", "import app.db\n");
     let req = ImpactRequest { file: "app/later.py".into(), ..Default::default() };
-    let err = engine.impact(&repo, &req).expect_err("not indexed yet").to_string();
-    assert!(err.contains("`docdex index --repo") && err.contains("adds it"), "{err}");
+    let resp = engine.impact(&repo, &req).expect("indexed first, then answered");
+    assert!(resp.outbound.iter().any(|d| d.path == "app/db.py"), "{:?}", resp.outbound);
 }
