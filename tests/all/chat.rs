@@ -613,6 +613,13 @@ fn dag_cli_lists_and_renders_sessions_as_text_dot_and_json() {
     let missing = c.env.run(&["dag", "view", "--repo", c.r(), "ffffffff"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("docdex dag list"));
+    // A prefix typed in capitals finds the session; an empty id asks for one (tour37 F11).
+    let upper = resp.session_id[..8].to_uppercase();
+    let view = c.env.run(&["dag", "view", "--repo", c.r(), &upper]);
+    assert!(view.status.success() && String::from_utf8_lossy(&view.stdout).contains("UserRequest"), "{view:?}");
+    let empty = c.env.run(&["dag", "view", "--repo", c.r(), ""]);
+    assert_eq!(empty.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&empty.stderr).contains("give a session id"), "{empty:?}");
 }
 
 #[tokio::test]
