@@ -486,13 +486,14 @@ fn hit_heading(out: &Out, h: &SearchHit, hybrid: bool) -> String {
         },
         out.paint("2", &format!("{:.2}", h.score)),
         if hybrid { out.paint("2", &format!("  [{}]", h.retrievers.join("+"))) } else { String::new() },
-        match (h.source_missing, h.stale) {
-            (true, _) => out.paint(
+        match (h.source_missing, h.gone, h.stale) {
+            (true, _, _) => out.paint(
                 "33",
                 &format!("  (source {} is missing: its folder is gone)", h.source.as_deref().unwrap_or_default())
             ),
-            (false, true) => out.paint("33", "  (changed since indexed)"),
-            (false, false) => String::new(),
+            (false, true, _) => out.paint("33", "  (gone since indexed: deleted, moved or unreadable)"),
+            (false, false, true) => out.paint("33", "  (changed since indexed)"),
+            (false, false, false) => String::new(),
         }
     )
 }

@@ -1213,6 +1213,7 @@ mod tests {
             generation: 1,
             stale: false,
             source_missing: false,
+            gone: false,
             context: Vec::new(),
             retrievers: Vec::new(),
         }

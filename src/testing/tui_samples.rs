@@ -298,6 +298,7 @@ pub fn search_response(query: &str, n: usize) -> SearchResponse {
                 generation: 1,
                 stale: false,
                 source_missing: false,
+                gone: false,
                 context: Vec::new(),
                 retrievers: vec!["bm25".into()],
             }

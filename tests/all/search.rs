@@ -652,6 +652,27 @@ fn edited_file_is_flagged_stale_until_reindexed() {
     write(&repo, "a.rs", "fn lemur() { changed(); }\n");
     let resp = env.engine().search(&repo, &SearchRequest { query: "lemur".into(), ..Default::default() }).unwrap();
     assert!(resp.results[0].stale);
+    assert!(!resp.results[0].gone, "changed, not gone");
+}
+
+/// A deleted file's hit read "(changed since indexed)" over an empty snippet (tour36 F5): it is
+/// `gone`, and the command line says so.
+#[test]
+fn a_deleted_files_hit_is_gone_not_changed() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", |r| {
+        write(r, "a.rs", "fn marmot() {}\n");
+        write(r, "b.rs", "fn marmot_helper() {}\n");
+    });
+    std::fs::remove_file(repo.join("a.rs")).unwrap();
+    let resp = env.engine().search(&repo, &SearchRequest { query: "marmot".into(), ..Default::default() }).unwrap();
+    let a = resp.results.iter().find(|h| h.path == "a.rs").expect("still indexed until the next run");
+    assert!(a.gone && a.stale && a.snippet.is_empty(), "{a:?}");
+    assert!(resp.results.iter().filter(|h| h.path == "b.rs").all(|h| !h.gone));
+    let out = env.run(&["search", "--repo", repo.to_str().unwrap(), "marmot"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("a.rs:1-1") && text.contains("(gone since indexed"), "{text}");
+    assert!(!text.contains("changed since indexed"), "{text}");
 }
 
 #[test]

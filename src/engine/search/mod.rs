@@ -420,8 +420,9 @@ impl RepoSearcher {
         let missing = missing_sources(repo, page);
         let mut matched_sets = Vec::with_capacity(page.len());
         let mut results = Vec::with_capacity(page.len());
-        for ((score, s), (snip, context, stale, pages)) in page.iter().zip(cut) {
+        for ((score, s), (snip, context, fresh, pages)) in page.iter().zip(cut) {
             matched_sets.push(snip.matched);
+            let source_missing = sources::split(&s.path).is_some_and(|(name, _)| missing.iter().any(|m| *m == name));
             results.push(SearchHit {
                 chunk_id: format!("{}:{}-{}", s.path, s.line_start, s.line_end),
                 path: s.path.clone(),
@@ -431,13 +432,15 @@ impl RepoSearcher {
                 page_start: pages.map(|p| p.0),
                 page_end: pages.map(|p| p.1),
                 source: sources::split(&s.path).map(|(name, _)| name.to_string()),
-                source_missing: sources::split(&s.path).is_some_and(|(name, _)| missing.iter().any(|m| *m == name)),
+                source_missing,
                 score: round3(*score),
                 snippet_line_start: snip.line_start,
                 snippet: snip.text,
                 highlights: snip.highlights,
                 generation,
-                stale,
+                stale: fresh != Freshness::Current,
+                // A missing source's hits say so on their own (`source_missing`).
+                gone: fresh == Freshness::Gone && !source_missing,
                 context,
                 retrievers: vec![BM25.to_string()],
             });
@@ -846,7 +849,16 @@ fn missing_sources(repo: &RepoRef, page: &[(f32, Stored)]) -> Vec<String> {
 }
 
 /// One hit's snippet, context lines, staleness and page range (documents only).
-type Cut = (snippet::SnippetOut, Vec<ContextLine>, bool, Option<(u32, u32)>);
+type Cut = (snippet::SnippetOut, Vec<ContextLine>, Freshness, Option<(u32, u32)>);
+
+/// Whether a hit's file is as indexed, changed since, or gone (unreadable: no snippet).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Freshness {
+    #[default]
+    Current,
+    Changed,
+    Gone,
+}
 
 /// A page's snippets, context lines and staleness, in page order. Hits are grouped by file
 /// (first appearance order) and each file is read once, into one reused buffer, only as far as
@@ -905,11 +917,15 @@ fn cut_snippets(
                 Some(stale) => {
                     let snip = snippet::snippet(&text, &s.path, s.line_start, s.line_end, qset);
                     let context = if s.context.is_empty() { Vec::new() } else { context_lines(&text, &s.context) };
-                    (snip, context, stale, range)
+                    let fresh = if stale { Freshness::Changed } else { Freshness::Current };
+                    (snip, context, fresh, range)
                 }
-                None => {
-                    (snippet::SnippetOut { line_start: s.line_start, ..Default::default() }, Vec::new(), true, range)
-                }
+                None => (
+                    snippet::SnippetOut { line_start: s.line_start, ..Default::default() },
+                    Vec::new(),
+                    Freshness::Gone,
+                    range,
+                ),
             });
         }
     }

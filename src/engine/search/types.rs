@@ -107,6 +107,11 @@ pub struct SearchHit {
     /// unmounted): its files stay indexed, but cannot be read (`docdex sources` says so).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub source_missing: bool,
+    /// True when the file is gone since it was indexed (deleted, renamed away, made
+    /// unreadable or replaced by a link), so there is no snippet: `stale` alone read as
+    /// "changed since indexed" over an empty snippet (tour36 F5). The next index run drops it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gone: bool,
     /// When the chunk is a piece of a larger definition (a method of a long class, the middle
     /// of a long function): the signature lines of what it is inside, outermost first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -281,6 +281,7 @@ impl SearchPane {
             generation: 0,
             stale: false,
             source_missing: false,
+            gone: false,
             context: Vec::new(),
             retrievers: Vec::new(),
         }];
