@@ -108,8 +108,14 @@ pub fn run(engine: &Engine, out: &Out, cmd: LibsCommand) -> anyhow::Result<ExitC
     for p in &report.packages {
         out.line(&package_line(out, p));
     }
+    if report.packages.is_empty() {
+        // An empty list is an answer, said as one (the notes below say what was read).
+        out.line(&format!("no libraries in the libs index of {}", visible(&report.repo)));
+    }
+    let cached = report.packages.iter().filter(|p| p.cached).count();
+    let from_cache = if cached > 0 { format!(" ({cached} from the offline cache)") } else { String::new() };
     out.note(&format!(
-        "{}, {} in the libs index of {}",
+        "{}{from_cache}, {} in the libs index of {}",
         count(report.packages.len(), "package"),
         count(report.chunks, "passage"),
         visible(&report.repo.to_string())

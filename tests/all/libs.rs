@@ -1417,3 +1417,65 @@ fn yarn_and_pnpm_lockfiles_pin_npm_packages_and_target_crates_are_read() {
     let v = env.json(&["libs", "fetch", "--repo", r, "--offline", "--json"]);
     assert_eq!(pinned(&v), ["memchr@2.7.4", "@types/node@20.11.5", "left-pad@1.3.0"], "{v}");
 }
+
+/// What `libs fetch` and `libs list` say beyond the packages: how many came from the offline
+/// cache (a second fetch was silent about serving every package as an earlier one left it);
+/// a manifest docdex does not read (go.mod was ignored in silence); a package installed
+/// without docs (it read "not installed"); an installed npm package of another version than
+/// the lockfile's; a list of no libraries is an empty answer, in text and JSON.
+#[test]
+fn libs_notes_name_the_cache_unsupported_manifests_and_docless_installs() {
+    let env = Env::new();
+    let (repo, cargo) = project(&env);
+    env.write_config(&format!("[libs]\ncargo_home = \"{}\"\n", cargo.display()));
+    write(&repo, "go.mod", "module example.com/app\n\ngo 1.22\n");
+    // Installed, but shipping no README and no description.
+    write(
+        &repo,
+        "package.json",
+        r#"{"name": "app", "dependencies": {"gizmo-kit": "^2.0.0", "bare-kit": "1.0.0", "old-kit": "^3.0.0"}}"#,
+    );
+    write(
+        &repo,
+        "package-lock.json",
+        r#"{"packages": {"node_modules/gizmo-kit": {"version": "2.0.1"}, "node_modules/bare-kit": {"version": "1.0.0"}, "node_modules/old-kit": {"version": "3.1.0"}}}"#,
+    );
+    write(&repo, "node_modules/bare-kit/package.json", r#"{"name": "bare-kit", "version": "1.0.0"}"#);
+    write(&repo, "node_modules/old-kit/package.json", r#"{"name": "old-kit", "version": "2.9.0"}"#);
+    let r = repo.to_str().unwrap();
+    let v = env.json(&["libs", "fetch", "--repo", r, "--offline", "--json"]);
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("go.mod: Go modules are not supported yet"), "{notes}");
+    assert!(notes.contains("npm package old-kit: node_modules has 2.9.0 but package-lock.json locks 3.1.0"), "{notes}");
+    assert!(!notes.contains("offline cache"), "nothing was cached yet: {notes}");
+    let pkg = |v: &serde_json::Value, name: &str| {
+        v["packages"].as_array().unwrap().iter().find(|p| p["name"] == name).cloned().unwrap()
+    };
+    assert_eq!(
+        pkg(&v, "bare-kit")["notes"][0],
+        "installed here without documentation (no README, description, doc comments or docstrings)"
+    );
+    assert_eq!(pkg(&v, "old-kit")["notes"][0], "not installed here at this version (2.9.0 is installed)");
+
+    // Again: the packages with docs are served from the cache, and the output says so.
+    let out = env.run(&["libs", "fetch", "--repo", r, "--offline"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("widgetlib@1.2.3") && text.contains("(cached)"), "{text}");
+    assert!(text.contains("5 packages (3 from the offline cache)"), "{text}");
+    assert!(text.contains("3 packages (marked \"(cached)\") came from docdex's offline cache"), "{text}");
+    assert!(text.contains("docdex libs fetch --refresh"), "{text}");
+
+    // A repository with no libraries: an empty list, exit 0, in text and JSON.
+    let empty = env.repo("nolibs");
+    write(&empty, "src/main.rs", "fn main() {}\n");
+    let e = empty.to_str().unwrap();
+    env.json(&["libs", "fetch", "--repo", e, "--offline", "--json"]);
+    let out = env.run(&["libs", "list", "--repo", e]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no libraries in the libs index of"), "{out:?}");
+    let out = env.run(&["libs", "list", "--repo", e, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["packages"], serde_json::json!([]), "{v}");
+}

@@ -1,11 +1,14 @@
 //! Direct dependencies of a repository, pinned to the versions its lockfiles (or installed
-//! packages) say: Cargo.toml + Cargo.lock; package.json + package-lock.json, yarn.lock or
-//! pnpm-lock.yaml (else the version installed in node_modules); requirements*.txt (`name==version`), pyproject.toml
-//! (`[project] dependencies`, `[tool.poetry.dependencies]`) + poetry.lock / uv.lock, a Python
-//! manifest's exact pin (`==version`), else the version installed in the repository's
-//! virtualenv, standing in for a lock entry. Only the repository root's
-//! manifests are read; a dependency whose version cannot be pinned is reported in the notes and
-//! left out.
+//! packages) say: Cargo.toml + Cargo.lock (else an exact `=1.2.3` requirement); package.json +
+//! package-lock.json, yarn.lock or pnpm-lock.yaml (else the version installed in
+//! node_modules, and a note when what is installed is not what is locked or asked for);
+//! requirements*.txt (`name==version`), pyproject.toml (`[project]` dependencies and optional
+//! ones, PEP 735 `[dependency-groups]`, Poetry's dependencies, dev-dependencies and groups) +
+//! poetry.lock / uv.lock, a Python manifest's exact pin (`==version`), else the version
+//! installed in the repository's virtualenv, standing in for a lock entry. Only the repository
+//! root's manifests are read; a dependency whose version cannot be pinned is left out, and the
+//! notes say so once per reason; a manifest of an ecosystem docdex does not read (go.mod,
+//! Gemfile, ...) is named in the notes.
 
 mod npm_locks;
 
@@ -21,6 +24,73 @@ pub struct Detected {
     pub deps: Vec<Dependency>,
     /// Manifests read, dependencies left out and why.
     pub notes: Vec<String>,
+    /// Dependencies left out, by reason: said as one note per reason once all are read.
+    left_out: Vec<LeftOut>,
+}
+
+/// Dependencies left out for one reason. A repository of 80 unlocked crates printed 80 notes
+/// that buried everything else; one line per reason, with a count, a few names and what to
+/// do, says the same.
+#[derive(Debug)]
+struct LeftOut {
+    /// What each is, for the count (`crate`, `npm package`).
+    noun: String,
+    /// Why they are left out (`not in Cargo.lock`).
+    why: String,
+    /// What the user can do about it.
+    fix: Option<&'static str>,
+    /// Their names, in the order found.
+    names: Vec<String>,
+}
+
+/// Names a left-out note lists before "and N more".
+const LEFT_OUT_NAMES: usize = 5;
+
+impl Detected {
+    /// Records `name` as left out for `why` (one note per distinct `noun` and `why`).
+    fn leave_out(&mut self, noun: &str, why: &str, fix: Option<&'static str>, name: String) {
+        match self.left_out.iter_mut().find(|l| l.noun == noun && l.why == why) {
+            Some(l) => l.names.push(name),
+            None => self.left_out.push(LeftOut { noun: noun.into(), why: why.into(), fix, names: vec![name] }),
+        }
+    }
+
+    /// The left-out dependencies as notes, one per reason.
+    fn left_out_notes(&mut self) {
+        for l in std::mem::take(&mut self.left_out) {
+            let n = l.names.len();
+            let mut names = l.names.into_iter().take(LEFT_OUT_NAMES).collect::<Vec<_>>().join(", ");
+            if n > LEFT_OUT_NAMES {
+                names.push_str(&format!(" and {} more", n - LEFT_OUT_NAMES));
+            }
+            let fix = l.fix.map(|f| format!("; {f}")).unwrap_or_default();
+            self.notes.push(format!("{} {}, left out: {names}{fix}", count(n, &l.noun), l.why));
+        }
+    }
+}
+
+/// Manifests of ecosystems docdex does not read yet, and what they are: named in a note, so a
+/// Go or Ruby repository is told why `libs fetch` found nothing rather than left to guess.
+const UNSUPPORTED_MANIFESTS: &[(&str, &str)] = &[
+    ("go.mod", "Go modules"),
+    ("Gemfile", "Ruby gems (Bundler)"),
+    ("composer.json", "PHP packages (Composer)"),
+    ("pom.xml", "Java packages (Maven)"),
+    ("build.gradle", "Java and Kotlin packages (Gradle)"),
+    ("build.gradle.kts", "Java and Kotlin packages (Gradle)"),
+    ("Package.swift", "Swift packages"),
+    ("pubspec.yaml", "Dart and Flutter packages (pub)"),
+    ("mix.exs", "Elixir packages (Hex)"),
+    ("Pipfile", "Pipenv's Pipfiles (list the packages in requirements.txt or pyproject.toml)"),
+];
+
+/// A note per root manifest of an ecosystem docdex does not read.
+fn unsupported(repo: &Path, d: &mut Detected) {
+    for (file, what) in UNSUPPORTED_MANIFESTS {
+        if repo.join(file).is_file() {
+            d.notes.push(format!("{file}: {what} are not supported yet; its dependencies are not documented"));
+        }
+    }
 }
 
 /// Reads the manifests at the root of `repo`.
@@ -29,22 +99,21 @@ pub fn detect(repo: &Path) -> Detected {
     rust(repo, &mut d);
     node(repo, &mut d);
     python(repo, &mut d);
-    if d.notes.is_empty() && d.deps.is_empty() {
+    if d.notes.is_empty() && d.deps.is_empty() && d.left_out.is_empty() {
         // Nothing read and nothing refused: say where docdex looked.
         d.notes.push(
             "no Cargo.toml, package.json, requirements*.txt or pyproject.toml at the repository root (only the root's manifests are read)"
                 .into(),
         );
     }
+    unsupported(repo, &mut d);
     let (deps, odd): (Vec<Dependency>, Vec<Dependency>) = d.deps.drain(..).partition(plausible);
     for x in odd {
-        d.notes.push(format!(
-            "{} {:?}@{:?}: not a package name and version docdex can look up; left out",
-            x.ecosystem.name(),
-            x.name,
-            x.version
-        ));
+        let name = format!("{} {:?}@{:?}", x.ecosystem.name(), x.name, x.version);
+        let fix = Some("check those entries in the manifest and lockfile");
+        d.leave_out("dependency", "not named as a package and version docdex can look up", fix, name);
     }
+    d.left_out_notes();
     d.deps = deps;
     d.deps.sort();
     d.deps.dedup_by(|a, b| a.ecosystem == b.ecosystem && a.name == b.name);
@@ -131,16 +200,35 @@ fn first_line(s: &str) -> &str {
     s.lines().find(|l| !l.trim().is_empty()).unwrap_or(s).trim()
 }
 
+/// The version a Cargo dependency pins exactly (`"=1.2.3"`, or a table's `version`): a full
+/// `major.minor.patch` after `=`, which Cargo resolves to that release only (`=1.2` is a range).
+fn cargo_pin(value: &toml::Value) -> Option<String> {
+    let req = match value {
+        toml::Value::String(s) => s.as_str(),
+        toml::Value::Table(t) => t.get("version")?.as_str()?,
+        _ => return None,
+    };
+    let v = req.trim().strip_prefix('=')?.trim();
+    let core = v.split(['-', '+']).next().unwrap_or(v);
+    let full =
+        core.split('.').count() == 3 && core.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    full.then(|| v.to_string())
+}
+
 fn rust(repo: &Path, d: &mut Detected) {
     let Some(manifest) = read_toml(repo, "Cargo.toml", d) else { return };
-    let mut names = BTreeSet::new();
+    // Each dependency by its real name, with the version it pins exactly, if it does.
+    let mut names: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut add_table = |t: Option<&toml::Value>| {
         if let Some(t) = t.and_then(|v| v.as_table()) {
             for (k, v) in t {
                 // `foo = { package = "real-name" }` renames.
                 let real = v.get("package").and_then(|p| p.as_str()).unwrap_or(k);
                 if v.get("path").is_none() {
-                    names.insert(real.to_string());
+                    let pin = names.entry(real.to_string()).or_default();
+                    if pin.is_none() {
+                        *pin = cargo_pin(v);
+                    }
                 }
             }
         }
@@ -157,15 +245,14 @@ fn rust(repo: &Path, d: &mut Detected) {
     add_table(manifest.get("workspace").and_then(|w| w.get("dependencies")));
     let locked = lock_packages(repo, "Cargo.lock", d);
     d.notes.push(format!("Cargo.toml: {}", count(names.len(), "dependency")));
-    for n in names {
-        match locked.get(&n).and_then(|v| v.iter().next_back()) {
-            Some(v) => d.deps.push(Dependency {
-                ecosystem: Ecosystem::Crates,
-                name: n,
-                version: v.clone(),
-                locked_by: "Cargo.lock".into(),
-            }),
-            None => d.notes.push(format!("crate {n}: not in Cargo.lock (run `cargo generate-lockfile`); left out")),
+    for (n, pin) in names {
+        let from_lock = locked.get(&n).and_then(|v| v.iter().next_back()).map(|v| (v.clone(), "Cargo.lock"));
+        // Without a lock entry, an exact pin names the one release Cargo would build.
+        match from_lock.or(pin.map(|v| (v, "Cargo.toml"))) {
+            Some((version, by)) => {
+                d.deps.push(Dependency { ecosystem: Ecosystem::Crates, name: n, version, locked_by: by.into() })
+            }
+            None => d.leave_out("crate", "not in Cargo.lock", Some("run `cargo generate-lockfile` to lock them"), n),
         }
     }
 }
@@ -226,24 +313,85 @@ fn node(repo: &Path, d: &mut Detected) {
     d.notes.push(format!("package.json: {}", count(names.len(), "dependency")));
     let locks = NpmLocks::read(repo, d);
     for (n, range) in names {
-        let installed = || {
-            fsutil::read_regular_text(
-                &repo.join("node_modules").join(&n).join("package.json"),
-                Some(repo),
-                INSTALLED_MANIFEST_BYTES,
-            )
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .and_then(|v| v.get("version").and_then(|x| x.as_str()).map(str::to_string))
-        };
+        let installed = installed_npm(repo, &n);
         let (version, by) = match locks.locked(&n, &range) {
-            Some((v, by)) => (Some(v), by),
-            None => (installed(), "node_modules"),
+            Some((v, by)) => {
+                // The installed copy describes another release: its docs are not read.
+                if let Some(i) = installed.as_ref().filter(|i| **i != v) {
+                    d.notes.push(format!(
+                        "npm package {n}: node_modules has {i} but {by} locks {v}, so its installed docs are not used (run `npm install`)"
+                    ));
+                }
+                (Some(v), by)
+            }
+            None => {
+                if let Some(i) = installed.as_ref().filter(|i| npm_range_allows(&range, i) == Some(false)) {
+                    d.notes.push(format!(
+                        "npm package {n}: node_modules has {i}, which package.json's {range:?} does not allow (run `npm install`)"
+                    ));
+                }
+                (installed, "node_modules")
+            }
         };
         match version {
             Some(v) => d.deps.push(Dependency { ecosystem: Ecosystem::Npm, name: n, version: v, locked_by: by.into() }),
-            None => d.notes.push(format!("npm package {n}: no lockfile entry and not installed; left out")),
+            None => d.leave_out(
+                "npm package",
+                "with no lockfile entry and not installed",
+                Some("run `npm install` (or yarn or pnpm) to lock and install them"),
+                n,
+            ),
         }
     }
+}
+
+/// The version of `name` installed in the repository's `node_modules`, from its own package.json.
+fn installed_npm(repo: &Path, name: &str) -> Option<String> {
+    let manifest = repo.join("node_modules").join(name).join("package.json");
+    fsutil::read_regular_text(&manifest, Some(repo), INSTALLED_MANIFEST_BYTES)
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.get("version").and_then(|x| x.as_str()).map(str::to_string))
+}
+
+/// `major.minor.patch` of a version (a pre-release or build suffix ignored; missing parts 0).
+fn triple(v: &str) -> Option<[u64; 3]> {
+    let core = v.trim().trim_start_matches(['v', '=']).split(['-', '+']).next()?;
+    let mut out = [0; 3];
+    for (i, part) in core.split('.').enumerate() {
+        *out.get_mut(i)? = part.parse().ok()?;
+    }
+    Some(out)
+}
+
+/// Whether an npm range allows `version`, for the common forms (`1.2.3`, `=1.2.3`, `^1.2.3`,
+/// `~1.2.3`, `>=1.2.3`, `1`, `1.2`, `1.x`, `*`); `None` for any other (`||`, a tag, a URL),
+/// which is not judged.
+fn npm_range_allows(range: &str, version: &str) -> Option<bool> {
+    let r = range.trim();
+    let v = triple(version)?;
+    if r.is_empty() || r == "*" || r == "latest" {
+        return Some(true);
+    }
+    if r.contains(['|', ' ', '<', ':', '/']) {
+        return None;
+    }
+    if let Some(min) = r.strip_prefix(">=") {
+        return Some(v >= triple(min)?);
+    }
+    let (op, rest) = match r.as_bytes()[0] {
+        b'^' | b'~' => (r.as_bytes()[0], &r[1..]),
+        _ => (b'=', r),
+    };
+    let parts: Vec<&str> = rest.trim_start_matches(['v', '=']).split('.').collect();
+    let given = parts.iter().take_while(|p| !matches!(**p, "x" | "X" | "*")).count();
+    let low = triple(&parts[..given].join("."))?;
+    let same = |n: usize| low[..n] == v[..n];
+    Some(match op {
+        // ^1.2.3 keeps the major (the minor for 0.x, the patch for 0.0.x); ~1.2.3 the minor.
+        b'^' => v >= low && same(low.iter().position(|&x| x != 0).map_or(given.min(3), |i| (i + 1).min(given.max(1)))),
+        b'~' => v >= low && same(if given >= 2 { 2 } else { given }),
+        _ => same(given.min(3)),
+    })
 }
 
 /// PEP 503 name normalization: lowercase, runs of `-`, `_`, `.` become `-`.
@@ -303,15 +451,20 @@ fn poetry_pin(value: &toml::Value) -> Option<String> {
 }
 
 /// A requirements line that is a pip option: `-e`/`--editable` installs a path or VCS URL,
-/// which has no version to look up, so it is a note; other options (`-r`, `-c`, `--hash`,
-/// `--index-url`) name no dependency.
-fn editable_note(file: &str, line: &str) -> Option<String> {
-    let editable = line.starts_with("-e") || line.starts_with("--editable");
-    editable.then(|| {
-        format!(
-            "{file}: {line:?} is an editable install (a path or VCS URL), with no version docdex can look up; left out"
-        )
-    })
+/// which has no version to look up, so it is left out and said; other options (`-r`, `-c`,
+/// `--hash`, `--index-url`) name no dependency.
+fn leave_out_editable(d: &mut Detected, file: &str, line: &str) {
+    if line.starts_with("-e") || line.starts_with("--editable") {
+        let noun = format!("{file} editable install");
+        d.leave_out(&noun, "(a path or VCS URL) with no version docdex can look up", None, format!("{line:?}"));
+    }
+}
+
+/// A manifest entry that names a path or URL, not a package: left out and said.
+fn leave_out_unnamed(d: &mut Detected, file: &str, entry: &str) {
+    let noun = format!("{file} entry");
+    let fix = Some("name the package (`name @ URL`, or `name==version`) for docdex to look it up");
+    d.leave_out(&noun, "naming no package docdex can look up (a path or URL)", fix, format!("{entry:?}"));
 }
 
 /// The project's site-packages directories: those of `.venv`, `venv` and `env` when they are
@@ -384,15 +537,14 @@ fn python_requirements(
             for line in text.lines() {
                 let line = line.split('#').next().unwrap_or("").trim();
                 if line.starts_with('-') {
-                    d.notes.extend(editable_note(&f, line));
+                    leave_out_editable(d, &f, line);
                     continue;
                 }
                 if line.is_empty() {
                     continue;
                 }
                 let Some(name) = requirement_name(line) else {
-                    d.notes
-                        .push(format!("{f}: {line:?} names no package docdex can look up (a path or URL); left out"));
+                    leave_out_unnamed(d, &f, line);
                     continue;
                 };
                 names.insert(name.clone());
@@ -405,8 +557,10 @@ fn python_requirements(
     found
 }
 
-/// `pyproject.toml`'s `[project]` and Poetry dependencies into `names`, their exact pins into
-/// `pinned`; false when there is no `pyproject.toml`.
+/// `pyproject.toml`'s dependencies into `names`, their exact pins into `pinned`: `[project]`
+/// dependencies and optional ones, PEP 735 `[dependency-groups]`, and Poetry's main, dev and
+/// group (`[tool.poetry.group.<name>.dependencies]`) dependencies; false when there is no
+/// `pyproject.toml`.
 fn python_pyproject(
     repo: &Path,
     d: &mut Detected,
@@ -418,7 +572,10 @@ fn python_pyproject(
     let listed = project.and_then(|p| p.get("dependencies")).and_then(|v| v.as_array()).into_iter().flatten();
     let groups = project.and_then(|p| p.get("optional-dependencies")).and_then(|v| v.as_table());
     let optional = groups.into_iter().flat_map(|g| g.values()).filter_map(|g| g.as_array()).flatten();
-    for r in listed.chain(optional).filter_map(|r| r.as_str()) {
+    // PEP 735: lists of requirements, beside `{ include-group = "..." }` tables (not strings).
+    let dep_groups = py.get("dependency-groups").and_then(|v| v.as_table());
+    let grouped = dep_groups.into_iter().flat_map(|g| g.values()).filter_map(|g| g.as_array()).flatten();
+    for r in listed.chain(optional).chain(grouped).filter_map(|r| r.as_str()) {
         match requirement_name(r) {
             Some(n) => {
                 if let Some(v) = exact_pin(r) {
@@ -426,14 +583,10 @@ fn python_pyproject(
                 }
                 names.insert(n);
             }
-            None => d
-                .notes
-                .push(format!("pyproject.toml: {r:?} names no package docdex can look up (a path or URL); left out")),
+            None => leave_out_unnamed(d, "pyproject.toml", r),
         }
     }
-    let poetry = py.get("tool").and_then(|t| t.get("poetry"));
-    for section in ["dependencies", "dev-dependencies"] {
-        let Some(t) = poetry.and_then(|p| p.get(section)).and_then(|v| v.as_table()) else { continue };
+    for t in poetry_tables(&py) {
         for (k, value) in t.iter().filter(|(k, _)| k.as_str() != "python") {
             let n = normalize_py(k);
             if let Some(v) = poetry_pin(value) {
@@ -443,6 +596,17 @@ fn python_pyproject(
         }
     }
     true
+}
+
+/// Poetry's dependency tables: `dependencies`, the old `dev-dependencies`, and each
+/// `group.<name>.dependencies` (Poetry 1.2 and later keep dev and test tools there).
+fn poetry_tables(py: &toml::Table) -> Vec<&toml::Table> {
+    let Some(poetry) = py.get("tool").and_then(|t| t.get("poetry")) else { return Vec::new() };
+    let mut out: Vec<&toml::Table> =
+        ["dependencies", "dev-dependencies"].iter().filter_map(|s| poetry.get(*s)?.as_table()).collect();
+    let groups = poetry.get("group").and_then(|g| g.as_table()).into_iter().flat_map(|g| g.values());
+    out.extend(groups.filter_map(|g| g.get("dependencies")?.as_table()));
+    out
 }
 
 /// Python dependencies: requirements files and `pyproject.toml`, versions from a lockfile, an
@@ -473,9 +637,14 @@ fn python(repo: &Path, d: &mut Detected) {
         let from_venv = || installed.get(&n).map(|v| (v.clone(), "site-packages".to_string()));
         match from_lock.or_else(|| pinned.get(&n).cloned()).or_else(from_venv) {
             Some((v, by)) => d.deps.push(Dependency { ecosystem: Ecosystem::Pypi, name: n, version: v, locked_by: by }),
-            None => d.notes.push(format!(
-                "Python package {n}: not pinned (no lock entry, no ==version) and not installed in the virtualenv; left out"
-            )),
+            None => d.leave_out(
+                "Python package",
+                "not pinned (no lock entry, no ==version) and not installed in the virtualenv",
+                Some(
+                    "pin them (==version), lock them (poetry lock, uv lock) or install them in the repository's .venv",
+                ),
+                n,
+            ),
         }
     }
 }
@@ -527,7 +696,11 @@ mod tests {
                 "pypi:typing-extensions@4.12.2 (uv.lock)",
             ]
         );
-        for left_out in ["crate unlocked", "npm package missing", "Python package flask"] {
+        for left_out in [
+            "1 crate not in Cargo.lock, left out: unlocked; run `cargo generate-lockfile`",
+            "1 npm package with no lockfile entry and not installed, left out: missing; run `npm install`",
+            "1 Python package not pinned (no lock entry, no ==version) and not installed in the virtualenv, left out: flask; pin them",
+        ] {
             assert!(d.notes.iter().any(|n| n.starts_with(left_out)), "{left_out}: {:?}", d.notes);
         }
     }
@@ -551,7 +724,9 @@ mod tests {
         let d = detect(r);
         let got: Vec<String> = d.deps.iter().map(|x| format!("{}@{}", x.name, x.version)).collect();
         assert_eq!(got, ["serde@1.0.200", "@types/node@20.11.5"], "{:?}", d.notes);
-        assert_eq!(d.notes.iter().filter(|n| n.contains("can look up")).count(), 3, "{:?}", d.notes);
+        let odd: Vec<&String> = d.notes.iter().filter(|n| n.contains("can look up")).collect();
+        assert_eq!(odd.len(), 1, "one note for one reason: {:?}", d.notes);
+        assert!(odd[0].starts_with("3 dependencies not named as a package and version docdex can look up"), "{odd:?}");
     }
 
     #[test]
@@ -583,12 +758,10 @@ mod tests {
         }
         assert!(!has("secretpkg") && !has("Python package :"), "{:?}", d.notes);
         assert_eq!(d.notes.iter().filter(|n| n.contains("not pinned")).count(), 0, "{:?}", d.notes);
-        // Each line that names no package is a note, not dropped in silence.
-        for line in ["../local/pkg", "/opt/wheel", "https://host/x.whl", "../../etc==1.0"] {
-            let note =
-                format!("requirements.txt: {line:?} names no package docdex can look up (a path or URL); left out");
-            assert!(d.notes.contains(&note), "{note}: {:?}", d.notes);
-        }
+        // The lines that name no package are said, not dropped in silence: in one note.
+        let note = "4 requirements.txt entries naming no package docdex can look up (a path or URL), left out: \
+                    \"../local/pkg\", \"/opt/wheel\", \"https://host/x.whl\", \"../../etc==1.0\"; name the package";
+        assert!(d.notes.iter().any(|n| n.starts_with(note)), "{note}: {:?}", d.notes);
     }
 
     #[test]
@@ -599,12 +772,13 @@ mod tests {
                     [project.optional-dependencies]\ndev = [\"https://host/tool.whl\"]\n";
         w(r, "pyproject.toml", toml);
         let d = detect(r);
-        for entry in ["../vendored/lib", "https://host/tool.whl"] {
-            let note =
-                format!("pyproject.toml: {entry:?} names no package docdex can look up (a path or URL); left out");
-            assert!(d.notes.contains(&note), "{note}: {:?}", d.notes);
-        }
-        assert!(d.notes.iter().any(|n| n.contains("Python package requests: not pinned")), "{:?}", d.notes);
+        let note = "2 pyproject.toml entries naming no package docdex can look up (a path or URL), left out: \
+                    \"../vendored/lib\", \"https://host/tool.whl\"";
+        assert!(d.notes.iter().any(|n| n.starts_with(note)), "{note}: {:?}", d.notes);
+        assert!(d
+            .notes
+            .iter()
+            .any(|n| n.starts_with("1 Python package not pinned") && n.contains("left out: requests;")));
     }
 
     #[test]
@@ -630,12 +804,9 @@ mod tests {
             "{:?}",
             d.notes
         );
-        for unpinned in ["attrs", "certifi", "packaging", "six"] {
-            let note = format!(
-                "Python package {unpinned}: not pinned (no lock entry, no ==version) and not installed in the virtualenv; left out"
-            );
-            assert!(d.notes.contains(&note), "{note}: {:?}", d.notes);
-        }
+        let note = "4 Python packages not pinned (no lock entry, no ==version) and not installed in the virtualenv, \
+                    left out: attrs, certifi, packaging, six; pin them";
+        assert!(d.notes.iter().any(|n| n.starts_with(note)), "{note}: {:?}", d.notes);
     }
 
     #[test]
@@ -649,18 +820,16 @@ mod tests {
         let d = detect(r);
         let got: Vec<String> = d.deps.iter().map(|x| format!("{}@{}", x.name, x.version)).collect();
         assert_eq!(got, ["requests@2.31.0"], "{:?}", d.notes);
-        for line in ["-e git+https://github.com/x/y.git", "--editable ./local"] {
-            let note = format!(
-                "requirements.txt: {line:?} is an editable install (a path or VCS URL), with no version docdex can look up; left out"
-            );
-            assert!(d.notes.contains(&note), "{note}: {:?}", d.notes);
-        }
-        let vcs = "requirements.txt: \"git+https://github.com/x/z.git\" names no package docdex can look up (a path or URL); left out";
-        assert!(d.notes.contains(&vcs.to_string()), "{:?}", d.notes);
+        let note = "2 requirements.txt editable installs (a path or VCS URL) with no version docdex can look up, \
+                    left out: \"-e git+https://github.com/x/y.git\", \"--editable ./local\"";
+        assert!(d.notes.contains(&note.to_string()), "{note}: {:?}", d.notes);
+        let vcs = "1 requirements.txt entry naming no package docdex can look up (a path or URL), left out: \
+                   \"git+https://github.com/x/z.git\"";
+        assert!(d.notes.iter().any(|n| n.starts_with(vcs)), "{:?}", d.notes);
         // `git` is not taken for a package, and options other than -e are not notes.
         let has = |s: &str| d.notes.iter().any(|n| n.contains(s));
         assert!(!has("package git:") && !has("other.txt") && !has("index-url"), "{:?}", d.notes);
-        assert!(has("Python package pkg: not pinned"), "{:?}", d.notes);
+        assert!(has("1 Python package not pinned") && has("left out: pkg;"), "{:?}", d.notes);
     }
 
     #[test]
@@ -680,6 +849,111 @@ mod tests {
         let got: Vec<String> = d.deps.iter().map(|x| format!("{}@{} ({})", x.name, x.version, x.locked_by)).collect();
         // The lockfile still wins over what happens to be installed.
         assert_eq!(got, ["packaging@24.2 (site-packages)", "typing-extensions@4.12.2 (uv.lock)"], "{:?}", d.notes);
-        assert!(d.notes.iter().any(|n| n.starts_with("Python package absent: not pinned")), "{:?}", d.notes);
+        assert!(d.notes.iter().any(|n| n.starts_with("1 Python package not pinned") && n.contains(": absent;")));
+    }
+
+    #[test]
+    fn a_cargo_exact_pin_without_a_lockfile_is_that_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let toml = "[package]\nname = \"app\"\n[dependencies]\nserde = \"=1.0.200\"\n\
+                    tokio = { version = \"= 1.40.0\", features = [\"rt\"] }\nanyhow = \"1\"\nrange = \"=1.2\"\n";
+        w(r, "Cargo.toml", toml);
+        let d = detect(r);
+        let got: Vec<String> = d.deps.iter().map(|x| format!("{}@{} ({})", x.name, x.version, x.locked_by)).collect();
+        assert_eq!(got, ["serde@1.0.200 (Cargo.toml)", "tokio@1.40.0 (Cargo.toml)"], "{:?}", d.notes);
+        // `=1.2` is a range (any 1.2.x), so it is left out as an unlocked range is.
+        assert!(d.notes.iter().any(|n| n.starts_with("2 crates not in Cargo.lock, left out: anyhow, range;")));
+        // A lock entry still wins.
+        w(r, "Cargo.lock", "[[package]]\nname = \"serde\"\nversion = \"1.0.201\"\n");
+        assert_eq!(detect(r).deps[0].version, "1.0.201");
+    }
+
+    #[test]
+    fn poetry_groups_and_pep735_dependency_groups_are_dependencies() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let toml = "[project]\nname = \"app\"\ndependencies = [\"click==8.1.7\"]\n\
+                    [dependency-groups]\ntest = [\"pytest==8.3.2\", {include-group = \"lint\"}]\nlint = [\"ruff==0.6.1\"]\n\
+                    [tool.poetry.group.docs.dependencies]\nsphinx = \"7.4.7\"\n\
+                    [tool.poetry.group.dev.dependencies]\nmypy = { version = \"1.11.1\" }\n";
+        w(r, "pyproject.toml", toml);
+        let d = detect(r);
+        let got: Vec<String> = d.deps.iter().map(|x| format!("{}@{}", x.name, x.version)).collect();
+        assert_eq!(got, ["click@8.1.7", "mypy@1.11.1", "pytest@8.3.2", "ruff@0.6.1", "sphinx@7.4.7"], "{:?}", d.notes);
+    }
+
+    #[test]
+    fn manifests_of_ecosystems_not_supported_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        w(r, "go.mod", "module example.com/app\n\ngo 1.22\n");
+        w(r, "Gemfile", "source \"https://rubygems.org\"\n");
+        w(r, "composer.json", "{}");
+        w(r, "pom.xml", "<project/>");
+        w(r, "build.gradle", "");
+        let d = detect(r);
+        assert!(d.deps.is_empty());
+        for (file, what) in [
+            ("go.mod", "Go modules"),
+            ("Gemfile", "Ruby gems"),
+            ("composer.json", "PHP packages"),
+            ("pom.xml", "Java packages (Maven)"),
+            ("build.gradle", "Java and Kotlin packages (Gradle)"),
+        ] {
+            assert!(
+                d.notes.iter().any(|n| n.starts_with(&format!("{file}: {what}")) && n.contains("not supported yet")),
+                "{file}: {:?}",
+                d.notes
+            );
+        }
+        assert!(d.notes.iter().any(|n| n.starts_with("no Cargo.toml, package.json")), "{:?}", d.notes);
+    }
+
+    #[test]
+    fn many_left_out_dependencies_are_one_note_with_a_few_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let deps: String = (0..40).map(|i| format!("crate{i:02} = \"1\"\n")).collect();
+        w(r, "Cargo.toml", &format!("[package]\nname = \"app\"\n[dependencies]\n{deps}"));
+        let d = detect(r);
+        assert_eq!(d.notes.len(), 2, "{:?}", d.notes);
+        assert_eq!(
+            d.notes[1],
+            "40 crates not in Cargo.lock, left out: crate00, crate01, crate02, crate03, crate04 and 35 more; \
+             run `cargo generate-lockfile` to lock them"
+        );
+    }
+
+    #[test]
+    fn an_installed_npm_package_at_another_version_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        w(r, "package.json", r#"{"dependencies": {"left-pad": "^1.3.0", "lodash": "^4.17.0", "chalk": "5.3.0"}}"#);
+        w(r, "package-lock.json", r#"{"packages": {"node_modules/left-pad": {"version": "1.3.0"}}}"#);
+        w(r, "node_modules/left-pad/package.json", r#"{"version": "1.1.0"}"#);
+        w(r, "node_modules/lodash/package.json", r#"{"version": "3.10.1"}"#);
+        w(r, "node_modules/chalk/package.json", r#"{"version": "5.3.0"}"#);
+        let d = detect(r);
+        let has = |s: &str| d.notes.iter().any(|n| n.starts_with(s));
+        assert!(has("npm package left-pad: node_modules has 1.1.0 but package-lock.json locks 1.3.0"), "{:?}", d.notes);
+        assert!(has("npm package lodash: node_modules has 3.10.1, which package.json's \"^4.17.0\" does not allow"));
+        assert!(!d.notes.iter().any(|n| n.contains("chalk")), "{:?}", d.notes);
+    }
+
+    #[test]
+    fn npm_ranges_in_common_forms() {
+        let yes = [("^1.2.3", "1.9.0"), ("~1.2.3", "1.2.9"), ("1.2.3", "1.2.3"), ("1.x", "1.5.0"), ("^0.2.1", "0.2.5")];
+        let no =
+            [("^1.2.3", "2.0.0"), ("^1.2.3", "1.2.2"), ("~1.2.3", "1.3.0"), ("=1.2.3", "1.2.4"), ("^0.2.1", "0.3.0")];
+        for (r, v) in yes {
+            assert_eq!(npm_range_allows(r, v), Some(true), "{r} {v}");
+        }
+        for (r, v) in no {
+            assert_eq!(npm_range_allows(r, v), Some(false), "{r} {v}");
+        }
+        for r in ["1 || 2", "next", "workspace:*", ">=1 <2", "github:a/b"] {
+            assert_eq!(npm_range_allows(r, "1.0.0"), None, "{r}");
+        }
     }
 }

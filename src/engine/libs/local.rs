@@ -62,6 +62,44 @@ pub fn docs(dep: &Dependency, roots: &Roots) -> (Vec<LibDoc>, bool) {
     (out, cut)
 }
 
+/// Why `dep` has no installed docs, for its notes: not installed here at all, installed at
+/// another version (whose docs would describe another release), or installed but shipping
+/// nothing docdex reads (a package without a README, description or doc comments was said to
+/// be "not installed", which sent users to install what they had).
+pub fn no_docs_note(dep: &Dependency, roots: &Roots) -> String {
+    let installed = match dep.ecosystem {
+        Ecosystem::Crates => crate_dir(&dep.name, &dep.version, &roots.cargo_home).map(|_| dep.version.clone()),
+        Ecosystem::Npm => npm_installed_version(dep, roots),
+        Ecosystem::Pypi => {
+            site_packages(&roots.repo, true).iter().find_map(|sp| dist_info(sp, dep)).map(|_| dep.version.clone())
+        }
+    };
+    match installed {
+        None => NOT_INSTALLED.into(),
+        Some(v) if v != dep.version => format!("not installed here at this version ({v} is installed)"),
+        Some(_) => INSTALLED_WITHOUT_DOCS.into(),
+    }
+}
+
+/// The note of a package not installed here.
+pub const NOT_INSTALLED: &str = "not installed here (no local sources)";
+/// The note of a package installed here that ships no docs docdex reads.
+pub const INSTALLED_WITHOUT_DOCS: &str =
+    "installed here without documentation (no README, description, doc comments or docstrings)";
+
+/// Whether a note is one [`no_docs_note`] writes.
+pub fn is_no_docs_note(note: &str) -> bool {
+    note.starts_with("not installed here") || note == INSTALLED_WITHOUT_DOCS
+}
+
+/// The version of an npm package in the repository's `node_modules`, from its package.json.
+fn npm_installed_version(dep: &Dependency, roots: &Roots) -> Option<String> {
+    let dir = roots.repo.join("node_modules").join(&dep.name);
+    let manifest = read_text(&dir.join("package.json"), &roots.repo)?;
+    let v = serde_json::from_str::<serde_json::Value>(&manifest).ok()?;
+    v.get("version").and_then(|v| v.as_str()).map(str::to_string)
+}
+
 /// Keeps the first `max` bytes of `docs`' text, in order, dropping empty ones; the document
 /// that crosses the bound is cut at a paragraph (else line, else character) boundary rather
 /// than dropped with everything after it (a 500 KB README cost a package all its docs).

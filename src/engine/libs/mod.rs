@@ -135,6 +135,7 @@ impl Engine {
             packages.push(pkg);
             ingest.push((dep, docs));
         }
+        notes.extend(cached_note(&packages));
         notes.extend(registries.misconfigured_notes(&self.config_path().display().to_string()));
         let registry_unreachable = registries.unreachable_note();
         let chunks = ingest_packages(&repo, &ingest, &mut packages, &notes)?;
@@ -236,6 +237,11 @@ impl Engine {
         pkg.local_docs = entry.local.len() as u32;
         pkg.published_docs = entry.published.len() as u32;
         pkg.notes = entry.notes.clone();
+        if entry.local.is_empty() && pkg.cached {
+            // Whether it is installed may have changed since the entry was cached: said as it is now.
+            pkg.notes.retain(|n| !local::is_no_docs_note(n));
+            pkg.notes.insert(0, local::no_docs_note(dep, roots));
+        }
         let mut docs = entry.local;
         docs.extend(entry.published);
         (docs, pkg, failed)
@@ -262,7 +268,7 @@ impl Engine {
         };
         let mut failed = None;
         if entry.local.is_empty() {
-            entry.notes.push("not installed here (no local sources)".into());
+            entry.notes.push(local::no_docs_note(dep, roots));
         }
         if cut {
             entry.notes.push(cut_note("installed", local::MAX_LOCAL_BYTES));
@@ -311,7 +317,7 @@ impl Engine {
             notes.insert(0, cut_note("installed", local::MAX_LOCAL_BYTES));
         }
         if local.is_empty() {
-            notes.insert(0, "not installed here (no local sources)".into());
+            notes.insert(0, local::no_docs_note(dep, roots));
         }
         let mut published = c.published;
         if !local.is_empty() && published.iter().any(|d| d.source.contains(".crate#")) {
@@ -396,6 +402,19 @@ impl<'a> Registries<'a> {
             )
         })
     }
+}
+
+/// Says how many packages were served from `cache/libs` as they were cached (their installed
+/// sources not read again, their published docs not fetched again): a user seeing docs older
+/// than what is installed or published knows why, and how to refresh them.
+fn cached_note(packages: &[LibPackage]) -> Option<String> {
+    let n = packages.iter().filter(|p| p.cached).count();
+    (n > 0).then(|| {
+        format!(
+            "{} (marked \"(cached)\") came from docdex's offline cache as an earlier fetch left them, not read or fetched again; run `docdex libs fetch --refresh` for fresh docs",
+            count(n, "package")
+        )
+    })
 }
 
 /// Rebuilds the repository's libs index from the gathered docs, sets each package's chunk
