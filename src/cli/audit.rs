@@ -4,8 +4,9 @@
 use super::output::{count, visible, Out};
 use super::RepoArg;
 use crate::engine::protocol::{
-    ConflictsRequest, ConflictsResponse, DuplicateKind, DuplicatesRequest, DuplicatesResponse,
+    signed_count_in_range, ConflictsRequest, ConflictsResponse, DuplicateKind, DuplicatesRequest, DuplicatesResponse,
     DEFAULT_CONFLICT_MIN_SIM, DEFAULT_CONFLICT_TOP, DEFAULT_DUPLICATE_LIMIT, DEFAULT_DUPLICATE_THRESHOLD,
+    MAX_CONFLICT_TOP, MAX_DUPLICATE_LIMIT,
 };
 use crate::engine::Engine;
 
@@ -16,12 +17,14 @@ pub enum AuditAction {
     Duplicates {
         #[command(flatten)]
         repo: RepoArg,
-        /// Least similarity of near duplicates (0..1): embedding cosine, or shingle Jaccard.
-        #[arg(long, default_value_t = DEFAULT_DUPLICATE_THRESHOLD)]
+        /// Least similarity of near duplicates, above 0 and at most 1: embedding cosine, or
+        /// shingle Jaccard.
+        // A negative number is read as a value (and refused by its range), not as a flag.
+        #[arg(long, default_value_t = DEFAULT_DUPLICATE_THRESHOLD, allow_negative_numbers = true)]
         threshold: f32,
-        /// Most groups shown (1 to 10000).
-        #[arg(long, short = 'n', default_value_t = DEFAULT_DUPLICATE_LIMIT)]
-        limit: usize,
+        /// Most groups shown: 1 to 10000.
+        #[arg(long, short = 'n', default_value_t = DEFAULT_DUPLICATE_LIMIT as i64, allow_negative_numbers = true)]
+        limit: i64,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -30,12 +33,19 @@ pub enum AuditAction {
     Conflicts {
         #[command(flatten)]
         repo: RepoArg,
-        /// Least similarity of two statements (0..1, their words with values masked).
-        #[arg(long, default_value_t = DEFAULT_CONFLICT_MIN_SIM)]
+        /// Least similarity of two statements, above 0 and at most 1 (their words with values
+        /// masked).
+        #[arg(long, default_value_t = DEFAULT_CONFLICT_MIN_SIM, allow_negative_numbers = true)]
         min_sim: f32,
-        /// Most conflicts shown, most similar first (`--limit` / `-n` like elsewhere).
-        #[arg(long, short = 'n', visible_alias = "limit", default_value_t = DEFAULT_CONFLICT_TOP)]
-        top: usize,
+        /// Most conflicts shown, most similar first: 1 to 500 (`--limit` / `-n` like elsewhere).
+        #[arg(
+            long,
+            short = 'n',
+            visible_alias = "limit",
+            default_value_t = DEFAULT_CONFLICT_TOP as i64,
+            allow_negative_numbers = true
+        )]
+        top: i64,
         /// Do not ask the chat model to explain them (the heuristic's reasons only).
         #[arg(long)]
         no_model: bool,
@@ -58,11 +68,13 @@ impl AuditAction {
 pub fn run(engine: &Engine, out: &Out, action: AuditAction) -> anyhow::Result<()> {
     match action {
         AuditAction::Duplicates { repo, threshold, limit, json } => {
+            let limit = signed_count_in_range("limit", limit, MAX_DUPLICATE_LIMIT)?;
             let req = DuplicatesRequest { threshold: Some(threshold), limit: Some(limit) };
             let resp = engine.audit_duplicates(&repo.resolve()?, &req)?;
             report(out, json, &resp, print_duplicates)
         }
         AuditAction::Conflicts { repo, min_sim, top, no_model, json } => {
+            let top = signed_count_in_range("top", top, MAX_CONFLICT_TOP)?;
             let req = ConflictsRequest { min_sim: Some(min_sim), top: Some(top), explain: Some(!no_model) };
             let resp = engine.audit_conflicts(&repo.resolve()?, &req)?;
             report(out, json, &resp, print_conflicts)

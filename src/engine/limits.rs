@@ -24,6 +24,15 @@ pub fn count_in_range(name: &str, given: Option<usize>, default: usize, max: usi
     }
 }
 
+/// [`count_in_range`] for a count typed on the command line, where a negative one is read as
+/// a number (`-n -5`, not an unknown flag `-5`) and refused with the same words.
+pub fn signed_count_in_range(name: &str, given: i64, max: usize) -> Result<usize> {
+    match usize::try_from(given) {
+        Ok(n) => count_in_range(name, Some(n), n, max),
+        Err(_) => Err(Error::BadRequest(format!("{name} {given} is out of range: give 1 to {max}"))),
+    }
+}
+
 /// The longest symbol name a symbol or AST query may look for (qualified names included):
 /// fuzzy matching compares it with every stored name.
 pub const MAX_SYMBOL_QUERY_BYTES: usize = 256;

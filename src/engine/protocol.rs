@@ -47,6 +47,7 @@ pub use super::index::types::{
 };
 pub use super::libs::label::{short_citation as short_lib_citation, short_note as short_lib_note};
 pub use super::libs::types::*;
+pub use super::limits::signed_count_in_range;
 pub use super::llm::advice::{missing_model_advice, setup_by_hand};
 pub use super::llm::models::{CatalogModel, ListedModel, LlmListResponse};
 pub use super::llm::setup::{LlmSetupReport, LlmSetupRequest, SetupModel};

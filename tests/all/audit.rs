@@ -482,3 +482,35 @@ fn a_huge_duplicate_group_lists_twenty_members_and_counts_the_rest() {
     let v = env.json(&["audit", "duplicates", "--repo", r, "--json"]);
     assert_eq!(v["groups"][0]["items"].as_array().map(Vec::len), Some(60));
 }
+
+/// `--threshold -0.1` was taken by clap for an unknown flag `-0` ("unexpected argument"); a
+/// negative number is now read as the value and refused by its range, and `-n` is checked
+/// against the range its help states (the engine's caps), not refused as an "invalid digit".
+#[test]
+fn negative_and_out_of_range_audit_numbers_are_range_errors_and_help_states_the_ranges() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    conflict_fixture(&repo);
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    let cases: [(&[&str], &str); 6] = [
+        (&["duplicates", "--threshold", "-0.1"], "threshold -0.1 is out of range"),
+        (&["duplicates", "--threshold", "1.5"], "threshold 1.5 is out of range"),
+        (&["conflicts", "--min-sim", "-0.5"], "min_sim -0.5 is out of range"),
+        (&["conflicts", "-n", "-5"], "top -5 is out of range: give 1 to 500"),
+        (&["conflicts", "--limit", "501"], "top 501 is out of range: give 1 to 500"),
+        (&["duplicates", "-n", "-1"], "limit -1 is out of range: give 1 to 10000"),
+    ];
+    for (args, want) in cases {
+        let mut all = vec!["audit"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--repo", r, "--no-model"][..if args[0] == "conflicts" { 3 } else { 2 }]);
+        let out = env.run(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(want), "{all:?}: {out:?}");
+        assert!(!err.contains("unexpected argument"), "{all:?}: {err}");
+    }
+    let help = |cmd: &str| String::from_utf8_lossy(&env.run(&["audit", cmd, "--help"]).stdout).into_owned();
+    assert!(help("conflicts").contains("1 to 500"), "{}", help("conflicts"));
+    assert!(help("duplicates").contains("1 to 10000"), "{}", help("duplicates"));
+}

@@ -26,8 +26,6 @@ use std::time::{Duration, Instant};
 
 /// Statements compared at most.
 pub const MAX_STATEMENTS: usize = 100_000;
-/// Most conflicts returned.
-const MAX_TOP: usize = 500;
 /// Time the model may take for all the explanations together.
 const EXPLAIN_BUDGET: Duration = Duration::from_secs(60);
 /// Tokens of one explanation.
@@ -42,7 +40,7 @@ impl Engine {
     pub fn audit_conflicts(&self, repo_path: &Path, req: &ConflictsRequest) -> Result<ConflictsResponse> {
         let started = Instant::now();
         let min_sim = check_unit("min_sim", req.min_sim.unwrap_or(DEFAULT_CONFLICT_MIN_SIM))?;
-        let top = crate::engine::limits::count_in_range("top", req.top, DEFAULT_CONFLICT_TOP, MAX_TOP)?;
+        let top = crate::engine::limits::count_in_range("top", req.top, DEFAULT_CONFLICT_TOP, MAX_CONFLICT_TOP)?;
         let repo = self.resolve_repo(repo_path)?;
         let files: Vec<_> = indexed_files(&repo)?.into_iter().filter(|f| f.class == FileClass::Docs).collect();
         let (per_file, stale) = map_files(&repo, &files, file_statements)?;

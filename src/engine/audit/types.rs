@@ -15,6 +15,8 @@ pub const DEFAULT_CONFLICT_TOP: usize = 20;
 pub const DEFAULT_DUPLICATE_LIMIT: usize = 100;
 /// Most duplicate groups one answer may ask for (a larger `limit` is refused, as is 0).
 pub const MAX_DUPLICATE_LIMIT: usize = 10_000;
+/// Most conflicts one answer may ask for (a larger `top` is refused, as is 0).
+pub const MAX_CONFLICT_TOP: usize = 500;
 
 /// `docdex audit duplicates`: repeated chunks.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
