@@ -514,3 +514,54 @@ fn negative_and_out_of_range_audit_numbers_are_range_errors_and_help_states_the_
     assert!(help("conflicts").contains("1 to 500"), "{}", help("conflicts"));
     assert!(help("duplicates").contains("1 to 10000"), "{}", help("duplicates"));
 }
+
+/// On celery's sources most reported conflicts were no contradictions: a release
+/// announcement's values against the guide's, an init script without an extension read as
+/// prose, one release's list item ("- 5.2.1: ..."), a version in a link's path, a number inside
+/// inline code, "in 5.2 the limit is 5" against today's limit, and a unit taken from a word
+/// apart from its number ("3 (m)" was 3 minutes). Each look-alike pair here is one of those and
+/// must not be reported; the one planted contradiction (with a zero value) still is.
+#[test]
+fn conflicts_leave_out_release_notes_version_lists_urls_scripts_and_code() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let repo = env.repo("r");
+    let guide = "Worker guide\n============\n\n\
+                 The default prefetch multiplier is 4 for every worker process.\n\n\
+                 The worker shutdown timeout is 30 seconds for every task.\n\n\
+                 - The result backend retries 5 times and then stops.\n\n\
+                 Read the worker manual at https://docs.example.org/en/v5.3.0/guide.html for the details.\n\n\
+                 Start the worker with ``celery worker --concurrency 4`` on each host.\n\n\
+                 The prefetch limit is 4 for all workers.\n\n\
+                 The queue length limit is 3 per worker.\n\n\
+                 The broker heartbeat is 10 s for each connection.\n";
+    write(&repo, "docs/guide.rst", guide);
+    write(
+        &repo,
+        "docs/announcement.rst",
+        "Celery 5.2\n==========\n\nThe default prefetch multiplier is 8 for every worker process.\n",
+    );
+    write(
+        &repo,
+        "extra/celeryd",
+        "#!/bin/sh -e\n# The worker shutdown timeout is 60 seconds for every task.\nexec celery worker\n",
+    );
+    let other = "Notes\n=====\n\n\
+                 - 5.2.1: The result backend retries 3 times and then stops.\n\n\
+                 Read the worker manual at https://docs.example.org/en/v5.2.0/guide.html for the details.\n\n\
+                 Start the worker with ``celery worker --concurrency 8`` on each host.\n\n\
+                 In 5.2 the prefetch limit is 5 for all workers.\n\n\
+                 The queue length limit is 3 (m) per worker.\n\n\
+                 The broker heartbeat is 0 s for each connection.\n";
+    write(&repo, "docs/notes.rst", other);
+    let engine = env.engine();
+    index(&engine, &repo);
+    let r = engine.audit_conflicts(&repo, &ConflictsRequest { explain: Some(false), ..Default::default() });
+    let r = r.expect("audit");
+    let texts: Vec<(&str, &str, &str)> =
+        r.pairs.iter().map(|p| (p.a.text.as_str(), p.b.text.as_str(), p.reason.as_str())).collect();
+    assert_eq!(texts.len(), 1, "only the planted one: {texts:#?}");
+    assert!(texts[0].0.starts_with("The broker heartbeat"), "{texts:#?}");
+    let why = texts[0].2;
+    assert!(why.contains("10 s in a, 0 s in b") || why.contains("0 s in a, 10 s in b"), "a zero is 0 s: {why}");
+}

@@ -37,8 +37,9 @@ pub struct Statement {
     pub negated: bool,
     /// Mentions a default.
     pub default: bool,
-    /// Speaks of the past or of a change ("was", "previously", "deprecated", "since"): a
-    /// different value there is history, not a contradiction.
+    /// Speaks of the past or of a change ("was", "previously", "deprecated", "since",
+    /// "changed from 3 to 5", "in 5.2 the default is ..."), or is a per-version list item
+    /// ("- 5.2.1: ..."): a different value there is history, not a contradiction.
     pub historical: bool,
 }
 
@@ -135,7 +136,29 @@ const HISTORY: &[&str] = &[
     "changed",
     "now",
     "legacy",
+    // A change between versions: "raised from 3 to 5 in 5.2", "renamed in 4.0", ".. versionchanged:: 5.2".
+    "introduced",
+    "added",
+    "removed",
+    "renamed",
+    "replaced",
+    "increased",
+    "decreased",
+    "reduced",
+    "raised",
+    "lowered",
+    "bumped",
+    "became",
+    "upgrade",
+    "upgraded",
+    "upgrading",
+    "versionadded",
+    "versionchanged",
 ];
+/// Words that put a version or year right after them in the past or at a change ("in 5.2",
+/// "since 4.0", "as of 2019", "until version 3"): the statement describes a release, not the
+/// project as it is.
+const AT_VERSION: &[&str] = &["in", "since", "from", "until", "after", "before", "starting"];
 /// Flags and their opposites.
 const FLAGS: &[(&str, &str)] = &[
     ("enabled", "disabled"),
@@ -435,25 +458,121 @@ fn sentence_end(s: &str) -> Option<usize> {
     None
 }
 
-/// Words of a statement: lowercased, markup stripped, apostrophes and dots inside tokens kept.
-fn tokens(text: &str) -> Vec<String> {
-    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '.' | '\'' | '_' | '%' | '-' | '#')))
-        .map(|t| t.trim_matches(['.', '\'', '-']).to_lowercase())
-        .filter(|t| !t.is_empty())
-        .collect()
+/// One word of a statement.
+#[derive(Debug, Clone, PartialEq)]
+struct Tok {
+    /// Lowercased, markup stripped, apostrophes and dots inside kept.
+    text: String,
+    /// Inside an inline code span (`` `x` ``, ``` ``x`` ```): a literal, never a value.
+    code: bool,
+    /// Right after the previous word, at most one space between and no punctuation: only
+    /// then is it that word's unit ("30 s", not "30 (s)" or "30, m").
+    adjacent: bool,
+}
+
+/// Characters a word is made of; anything else separates words.
+fn word_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '.' | '\'' | '_' | '%' | '-' | '#')
+}
+
+/// `text` with its URLs made a separator: a link's path (`/en/v5.2.0/`) is no version claim.
+fn without_urls(text: &str) -> String {
+    let url = |w: &str| w.contains("://") || w.trim_start_matches(['<', '(', '[']).starts_with("www.");
+    // Its backticks stay: `` `guide <https://...>`_ `` closes a span in the URL's word.
+    let keep = |w: &str| format!("|{}", w.chars().filter(|c| *c == '`').collect::<String>());
+    text.split(' ').map(|w| if url(w) { keep(w) } else { w.to_string() }).collect::<Vec<_>>().join(" ")
+}
+
+/// Words of a statement (see [`Tok`]); URLs are left out.
+fn tokens(text: &str) -> Vec<Tok> {
+    let text = without_urls(text);
+    let mut out = Vec::new();
+    let (mut cur, mut gap) = (String::new(), String::new());
+    let (mut in_code, mut cur_code, mut prev) = (false, false, ' ');
+    let mut trail = false;
+    for c in text.chars().chain([' ']) {
+        if word_char(c) {
+            if cur.is_empty() {
+                cur_code = in_code;
+            }
+            cur.push(c);
+        } else {
+            if !cur.is_empty() {
+                trail = push_tok(&mut out, &cur, cur_code, &gap, trail);
+                cur.clear();
+                gap.clear();
+            }
+            // A run of backticks opens or closes one span (reStructuredText's ``x``).
+            if c == '`' && prev != '`' {
+                in_code = !in_code;
+            }
+            gap.push(c);
+        }
+        prev = c;
+    }
+    out
+}
+
+/// Pushes a raw word, trimmed of outer dots, apostrophes and dashes; returns whether its end
+/// was trimmed (then the next word is not adjacent to it).
+fn push_tok(out: &mut Vec<Tok>, raw: &str, code: bool, gap: &str, prev_trimmed: bool) -> bool {
+    let trim = ['.', '\'', '-'];
+    let t = raw.trim_matches(trim);
+    if t.is_empty() {
+        return true;
+    }
+    let lead = raw.len() != raw.trim_start_matches(trim).len();
+    let adjacent = !prev_trimmed && !lead && matches!(gap, "" | " ");
+    out.push(Tok { text: t.to_lowercase(), code, adjacent });
+    raw.len() != raw.trim_end_matches(trim).len()
+}
+
+/// `text` without the marker of a numbered or lettered list item (`1. `, `3) `, `(a) `).
+fn without_list_marker(text: &str) -> &str {
+    let t = text.strip_prefix('(').unwrap_or(text);
+    let Some((marker, rest)) = t.split_once(' ') else { return text };
+    let Some(label) = marker.strip_suffix(['.', ')']) else { return text };
+    let numbered = !label.is_empty() && label.chars().all(|c| c.is_ascii_digit());
+    let lettered = label.len() == 1 && label.chars().all(|c| c.is_ascii_lowercase()) && marker.ends_with(')');
+    if numbered || lettered {
+        rest
+    } else {
+        text
+    }
+}
+
+/// A list item keyed by a version ("- 5.2.1: fixed ...", "* **4.0** - ...", "- v5.2: ..."):
+/// one release's entry, history however it is worded.
+fn version_keyed(text: &str) -> bool {
+    let t = text.trim_start_matches(|c: char| !c.is_alphanumeric());
+    let t = t.strip_prefix(['v', 'V']).filter(|r| r.starts_with(|c: char| c.is_ascii_digit())).unwrap_or(t);
+    let end = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (ver, rest) = t.split_at(end);
+    let ver = ver.trim_end_matches('.');
+    if !ver.contains('.') || !ver.starts_with(|c: char| c.is_ascii_digit()) {
+        return false;
+    }
+    let rest = rest.trim_start_matches(['*', '`', '_']);
+    ver.matches('.').count() >= 2
+        || rest.is_empty()
+        || rest.starts_with([':', ')', ']'])
+        || [" -", " –", " —", " ("].iter().any(|s| rest.starts_with(s))
 }
 
 /// Reduces one statement to its shape and claims; `None` for a statement of fewer than two
 /// content words (one when it names a default): too short to compare.
 pub fn statement(text: &str, line_start: u32, line_end: u32) -> Option<Statement> {
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let toks = tokens(&text);
+    // A numbered item's marker (`1.`, `3)`) is its place in a list, not a value.
+    let toks = tokens(without_list_marker(&text));
     let mut scan = Scan::default();
     let mut i = 0;
     while i < toks.len() {
         i += scan.step(&toks, i);
     }
+    let keyed = list_item(&text) && version_keyed(&text);
     let Scan { shape, values, negations, default, historical, .. } = scan;
+    let historical = historical || keyed;
     let negated = negations % 2 == 1;
     let words = shape.iter().filter(|w| !w.starts_with('#')).count();
     // "Step 1" and "Step 2" are not claims; "the default port is 8080" is one.
@@ -475,13 +594,23 @@ struct Scan {
     content: Vec<String>,
     /// The next content word is a default's value ("defaults to lz4").
     pending_default: bool,
+    /// The last two words taken, any kind, latest first.
+    before: [String; 2],
 }
 
 impl Scan {
     /// Takes in the token at `i` (and a unit after it); returns how many tokens it used.
-    fn step(&mut self, toks: &[String], i: usize) -> usize {
-        let t = toks[i].as_str();
-        let next = toks.get(i + 1).map(String::as_str);
+    fn step(&mut self, toks: &[Tok], i: usize) -> usize {
+        let used = self.take(toks, i);
+        self.before = [toks[i].text.clone(), std::mem::take(&mut self.before[0])];
+        used
+    }
+
+    fn take(&mut self, toks: &[Tok], i: usize) -> usize {
+        let t = toks[i].text.as_str();
+        let next = toks.get(i + 1).map(|n| n.text.as_str());
+        // The next word is a unit of this one only when adjacent ("30 s", not "30, m").
+        let unit_next = toks.get(i + 1).filter(|n| n.adjacent && !n.code).map(|n| n.text.as_str());
         // `#123` (an issue or pull request) and Markdown's `##` are references and markup,
         // not claims.
         if t.starts_with('#') {
@@ -489,6 +618,9 @@ impl Scan {
         }
         if HISTORY.contains(&t) {
             self.historical = true;
+        }
+        if toks[i].code {
+            return self.code_word(t);
         }
         if t.starts_with("default") {
             self.default = true;
@@ -502,10 +634,10 @@ impl Scan {
             return 1;
         }
         if let Some((kind, v, glued)) = value_of(t) {
-            return self.value(kind, v, glued, next);
+            return self.value(kind, v, glued, unit_next);
         }
-        if let Some(n) = number_word(t).filter(|_| next.is_some_and(|u| unit(u).is_some())) {
-            let v = normalized(&n.to_string(), next);
+        if let Some(n) = number_word(t).filter(|_| unit_next.is_some_and(|u| unit(u).is_some())) {
+            let v = normalized(&n.to_string(), unit_next);
             self.shape.insert("#num".into());
             self.claim(ValueKind::Number, v);
             return 2;
@@ -533,16 +665,38 @@ impl Scan {
         1
     }
 
+    /// A word of inline code: a literal (`` `-c 4` ``, ``` ``True`` ```), so never a value;
+    /// a name in it (a setting, a function) still keys what follows.
+    fn code_word(&mut self, t: &str) -> usize {
+        self.pending_default = false;
+        let literal = value_of(t).is_some() || number_word(t).is_some() || flag(t).is_some();
+        if !literal && !STOP.contains(&t) && t.len() >= 2 {
+            self.shape.insert(t.to_string());
+            self.content.push(t.to_string());
+        }
+        1
+    }
+
     /// A number or version, with its unit glued on or in the next token; returns the tokens used.
+    /// A version, or a dotted number or year without a unit, right after "in", "since", "as of",
+    /// ... (or "in version") puts the statement at a release: history.
     fn value(&mut self, kind: ValueKind, v: String, glued: Option<&str>, next: Option<&str>) -> usize {
-        let (v, used) = match (kind, glued) {
-            (ValueKind::Number, Some(u)) => (normalized(&v, Some(u)), 1),
+        let (v, used, has_unit) = match (kind, glued) {
+            (ValueKind::Number, Some(u)) => (normalized(&v, Some(u)), 1, true),
             (ValueKind::Number, None) => match next.filter(|u| unit(u).is_some()) {
-                Some(u) => (normalized(&v, Some(u)), 2),
-                None => (normalized(&v, None), 1),
+                Some(u) => (normalized(&v, Some(u)), 2, true),
+                None => (normalized(&v, None), 1, false),
             },
-            _ => (v, 1),
+            _ => (v, 1, false),
         };
+        let [b1, b2] = [self.before[0].as_str(), self.before[1].as_str()];
+        let year = v.len() == 4 && (v.starts_with("19") || v.starts_with("20"));
+        let versioned = matches!(b1, "version" | "versions" | "release");
+        let release_like = kind == ValueKind::Version || (!has_unit && (v.contains('.') || year || versioned));
+        let at = AT_VERSION.contains(&b1) || (b1, b2) == ("of", "as") || (versioned && AT_VERSION.contains(&b2));
+        if release_like && at {
+            self.historical = true;
+        }
         self.shape.insert(if kind == ValueKind::Version { "#ver".into() } else { "#num".into() });
         self.claim(kind, v);
         self.pending_default = false;
@@ -618,6 +772,9 @@ fn pretty(v: &str) -> String {
         };
     }
     if let Some(secs) = v.strip_suffix('s').and_then(|n| n.parse::<f64>().ok()) {
+        if secs == 0.0 {
+            return "0 s".into(); // not "0 ms": no unit is below zero
+        }
         for (f, u) in [(86_400.0, "day"), (3600.0, "h"), (60.0, "min"), (1.0, "s")] {
             if secs >= f && (secs / f).fract() == 0.0 {
                 return format!("{} {u}", secs / f);
@@ -788,5 +945,78 @@ in tests.
         assert_eq!(st[2].0, 19, "{st:?}");
         let plain = "No literal blocks here.\n    An indented line stays.\n";
         assert!(matches!(mask_literal_blocks(plain), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn changes_between_versions_and_dates_are_history() {
+        for t in [
+            "The prefetch multiplier changed from 3 to 5 in 5.2 for all workers.",
+            "Since version 4.0 the default serializer is json.",
+            "In 5.2 the default concurrency is 8 workers.",
+            "In version 4 the default concurrency is 8 workers.",
+            "As of 2019 the default concurrency is 8 workers.",
+            "The visibility timeout was 1 hour, now 2 hours.",
+            "The default concurrency was raised to 8 workers.",
+        ] {
+            assert!(s(t).historical, "{t}");
+        }
+        // Without the release, the same words are a claim and do conflict.
+        assert!(conflict("The default concurrency is 8 workers.", "The default concurrency is 4 workers.").is_some());
+        assert!(
+            conflict("In 5.2 the default concurrency is 8 workers.", "The default concurrency is 4 workers.").is_none()
+        );
+        // A number after "in" that is no release is still a value.
+        assert!(!s("Results are kept in 3 tables for every worker.").historical);
+        assert!(!s("Tasks time out in 2.5 seconds on the worker.").historical);
+    }
+
+    #[test]
+    fn version_list_items_urls_and_inline_code_give_no_values() {
+        for item in ["- 5.2.1: the worker pool restarts its children", "* **4.0** - the pool restarts its children"] {
+            assert!(s(item).historical, "{item}");
+        }
+        assert!(!s("- 1.5 GB is the upload limit for every file").historical);
+        assert!(!s("1. The worker pool restarts its children").historical);
+        let url = s("See https://docs.example.org/en/v5.2.0/guide.html for the worker settings.");
+        assert!(url.values.is_empty(), "{:?}", url.values);
+        // A link in a role or a reference keeps the span it closes: "no" after it is prose.
+        let linked = s("Detailed info on `assert statements <https://docs.pytest.org/en/assert.html>`_ (no need to remember names)");
+        assert!(linked.negated, "{linked:?}");
+        // A numbered item's place in its list is no value.
+        assert!(conflict(
+            "1. by scanning the command line for the option",
+            "3. by scanning the command line for the option"
+        )
+        .is_none());
+        let www = s("See www.example.org/v5.2.0/guide for the worker settings.");
+        assert!(www.values.is_empty(), "{:?}", www.values);
+        assert!(conflict(
+            "Start the worker with ``celery worker --concurrency 4`` on each host.",
+            "Start the worker with ``celery worker --concurrency 8`` on each host."
+        )
+        .is_none());
+        assert!(
+            conflict("The flag is `true` in the worker config.", "The flag is `false` in the worker config.").is_none()
+        );
+        // A name in code still keys the value given outside it.
+        let keyed = s("The :setting:`worker_prefetch_multiplier` is 4 by default.");
+        let (key, (_, values)) = keyed.values.iter().next().unwrap();
+        assert!(key.contains("worker_prefetch_multiplier") && values.contains("4"), "{:?}", keyed.values);
+    }
+
+    #[test]
+    fn a_unit_attaches_only_to_the_number_beside_it_and_zero_is_zero() {
+        let v = |t: &str| s(t).values.into_values().flat_map(|(_, v)| v).collect::<Vec<_>>();
+        assert_eq!(v("The soft time limit is 30 s for each task."), ["30s"]);
+        assert_eq!(v("The soft time limit is 30s for each task."), ["30s"]);
+        assert_eq!(v("Uploads are capped at 5 MB for each task."), ["5242880B"]);
+        assert_eq!(v("The retry count is 3 (m) for each task."), ["3"]);
+        assert_eq!(v("The retry count is 3, m for each task."), ["3"]);
+        assert_eq!(v("The retry count is five minutes for each task."), ["300s"]);
+        let (_, why) =
+            conflict("The countdown is 0 s for each retry.", "The countdown is 10 s for each retry.").unwrap();
+        assert!(why.contains("0 s in a, 10 s in b"), "{why}");
+        assert_eq!(pretty("0s"), "0 s");
+        assert_eq!(pretty("0.5s"), "500 ms");
     }
 }
