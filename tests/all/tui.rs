@@ -362,6 +362,27 @@ fn hits_of_files_the_watcher_reindexed_are_marked_changed() {
     assert_eq!(h.screen(120, 40).lines().filter(|l| l.contains("(changed on disk)")).count(), 1);
 }
 
+/// A hit whose file is gone since indexing says so, not "changed" (its preview has nothing to
+/// show: the line explains why).
+#[test]
+fn hits_of_files_gone_since_indexing_are_marked_gone() {
+    let mut h = Harness::new().started();
+    let mut page = tui_samples::search_response("session", 3);
+    page.results[1].stale = true;
+    page.results[1].gone = true;
+    page.results[2].stale = true;
+    let (gone_path, changed_path) = (page.results[1].path.clone(), page.results[2].path.clone());
+    answer_search(&mut h, "session", Ok(page));
+    h.pump();
+    let s = h.screen(120, 40);
+    let gone: Vec<&str> = s.lines().filter(|l| l.contains("(gone from disk)")).collect();
+    let changed: Vec<&str> = s.lines().filter(|l| l.contains("(changed on disk)")).collect();
+    assert_eq!(gone.len(), 1, "{s}");
+    assert!(gone[0].contains(&gone_path), "{s}");
+    assert_eq!(changed.len(), 1, "{s}");
+    assert!(changed[0].contains(&changed_path), "{s}");
+}
+
 #[test]
 fn a_failed_search_keeps_no_counts_of_the_last_one() {
     let mut h = Harness::new().started();

@@ -723,7 +723,12 @@ fn hit_lines(hit: &SearchHit, w: usize, t: &crate::tui::theme::Theme) -> (Line<'
     } else {
         format!(":{}-{}", hit.line_start, hit.line_end)
     };
-    let tail = format!(" {}{}", hit.lang, if hit.stale { " (changed on disk)" } else { "" });
+    let mark = match (hit.gone, hit.stale) {
+        (true, _) => " (gone from disk)",
+        (false, true) => " (changed on disk)",
+        _ => "",
+    };
+    let tail = format!(" {}{mark}", hit.lang);
     let path_w = w.saturating_sub(width(&loc) + width(&tail) + 1);
     let head = Line::from(vec![
         Span::styled(format!(" {}", truncate_left(&hit.path, path_w)), t.style(Slot::SearchPath)),
