@@ -565,3 +565,37 @@ fn conflicts_leave_out_release_notes_version_lists_urls_scripts_and_code() {
     let why = texts[0].2;
     assert!(why.contains("10 s in a, 0 s in b") || why.contains("0 s in a, 10 s in b"), "a zero is 0 s: {why}");
 }
+
+/// A document kept once per release (fastify's `Migration-Guide-V3.md`, `-V4.md`, `-V5.md`) is
+/// meant to state other versions than its siblings, and HTML in Markdown (a README's logos of
+/// heights 25 and 35) is layout: neither is a conflict. Both were reported on the released
+/// sources of fastify and tantivy; the planted contradiction beside them still is.
+#[test]
+fn conflicts_leave_out_per_release_copies_of_a_document_and_html_attributes() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let repo = env.repo("r");
+    for (v, from) in [(3, 2), (4, 3), (5, 4)] {
+        write(
+            &repo,
+            &format!("docs/Guides/Migration-Guide-V{v}.md"),
+            format!("# V{v} Migration Guide\n\nThis guide is intended to help with migration from Fastify v{from} to v{v}.\n"),
+        );
+    }
+    write(
+        &repo,
+        "README.md",
+        "# Sponsors\n\n\
+         <img align=\"center\" src=\"doc/assets/images/logo.png#gh-light-mode-only\" alt=\"Nuclia\" height=\"25\" width=\"auto\" /> &nbsp;\n\n\
+         <img align=\"center\" src=\"doc/assets/images/logo-dark.png#gh-dark-mode-only\" alt=\"Nuclia\" height=\"35\" width=\"auto\" /> &nbsp;\n\n\
+         The default request body limit is 1 MB for every route.\n",
+    );
+    write(&repo, "docs/Reference/Server.md", "# Server\n\nThe default request body limit is 4 MB for every route.\n");
+    let engine = env.engine();
+    index(&engine, &repo);
+    let r = engine.audit_conflicts(&repo, &ConflictsRequest { explain: Some(false), ..Default::default() });
+    let r = r.expect("audit");
+    let texts: Vec<(&str, &str)> = r.pairs.iter().map(|p| (p.a.path.as_str(), p.b.path.as_str())).collect();
+    assert_eq!(texts.len(), 1, "only the planted one: {texts:#?}");
+    assert_eq!(texts[0], ("README.md", "docs/Reference/Server.md"), "{texts:#?}");
+}

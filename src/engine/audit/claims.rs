@@ -41,6 +41,10 @@ pub struct Statement {
     /// "changed from 3 to 5", "in 5.2 the default is ..."), or is a per-version list item
     /// ("- 5.2.1: ..."): a different value there is history, not a contradiction.
     pub historical: bool,
+    /// Opens with "Example", "For example", "For instance" or "E.g.": one case among several a
+    /// document shows side by side (fastify's redirect examples with and without a status
+    /// call), whose differences are the point, not a contradiction.
+    pub example: bool,
 }
 
 const STOP: &[&str] = &[
@@ -483,9 +487,58 @@ fn without_urls(text: &str) -> String {
     text.split(' ').map(|w| if url(w) { keep(w) } else { w.to_string() }).collect::<Vec<_>>().join(" ")
 }
 
-/// Words of a statement (see [`Tok`]); URLs are left out.
+/// `text` with its HTML tags and character entities made separators: Markdown embeds HTML
+/// (`<img src="logo.png" height="25">`, `&nbsp;`), whose attributes are layout, not claims (a
+/// README's two logos of heights 25 and 35 were a "conflict"). A tag is `<` then a name of
+/// letters ending at a space, `/` or `>` (or `</name>`, `<!-- -->`), so `<https://...>` and
+/// `a < b` stay text.
+fn without_markup(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['<', '&']) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(['<', '&']) {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        match markup_len(tail) {
+            Some(n) => {
+                out.push_str(" | ");
+                rest = &tail[n..];
+            }
+            None => {
+                out.push_str(&tail[..1]);
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
+/// The byte length of the HTML tag or entity `s` starts with, if it starts with one.
+fn markup_len(s: &str) -> Option<usize> {
+    if let Some(body) = s.strip_prefix('&') {
+        let name = body.find(';')?;
+        let ok = (1..=8).contains(&name) && body[..name].chars().all(|c| c.is_ascii_alphanumeric() || c == '#');
+        return ok.then_some(name + 2);
+    }
+    let body = s.strip_prefix('<')?;
+    let name = body.strip_prefix(['/', '!']).unwrap_or(body);
+    let letters = name.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).unwrap_or(name.len());
+    let comment = name.starts_with("--");
+    let opens_name = letters > 0 && name.starts_with(|c: char| c.is_ascii_alphabetic());
+    let ends_name = name[letters..].starts_with([' ', '/', '>']) || name.len() == letters;
+    if !(comment || (opens_name && ends_name)) {
+        return None;
+    }
+    // An unclosed `<` on this statement is text ("a <b"), not a tag.
+    s.find('>').map(|end| end + 1)
+}
+
+/// Words of a statement (see [`Tok`]); URLs, HTML tags and entities are left out.
 fn tokens(text: &str) -> Vec<Tok> {
-    let text = without_urls(text);
+    let text = without_urls(&without_markup(text));
     let mut out = Vec::new();
     let (mut cur, mut gap) = (String::new(), String::new());
     let (mut in_code, mut cur_code, mut prev) = (false, false, ' ');
@@ -559,6 +612,15 @@ fn version_keyed(text: &str) -> bool {
         || [" -", " –", " —", " ("].iter().any(|s| rest.starts_with(s))
 }
 
+/// Whether a statement presents an example ("Example (no redirect call) sets ...", "For
+/// example, a timeout of 5 s ...").
+fn opens_an_example(text: &str) -> bool {
+    let t = text.trim_start_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+    ["example", "for example", "for instance", "e.g."].iter().any(|w| {
+        t.strip_prefix(w).is_some_and(|rest| rest.is_empty() || rest.starts_with(|c: char| !c.is_alphanumeric()))
+    })
+}
+
 /// Reduces one statement to its shape and claims; `None` for a statement of fewer than two
 /// content words (one when it names a default): too short to compare.
 pub fn statement(text: &str, line_start: u32, line_end: u32) -> Option<Statement> {
@@ -579,7 +641,8 @@ pub fn statement(text: &str, line_start: u32, line_end: u32) -> Option<Statement
     if words < 2 && !(words == 1 && default) {
         return None;
     }
-    Some(Statement { line_start, line_end, text, shape, values, negated, default, historical })
+    let example = opens_an_example(without_list_marker(&text));
+    Some(Statement { line_start, line_end, text, shape, values, negated, default, historical, example })
 }
 
 /// What [`statement`] has gathered so far, one token at a time.
@@ -727,7 +790,7 @@ pub use super::types::ConflictKind;
 /// compared): a key both give a value for, with no value in common; else one negated and the
 /// other not, with the same values.
 pub fn disagreement(a: &Statement, b: &Statement) -> Option<(ConflictKind, String)> {
-    if a.historical || b.historical {
+    if a.historical || b.historical || a.example || b.example {
         return None;
     }
     for (key, (kind_a, va)) in &a.values {
@@ -1002,6 +1065,35 @@ in tests.
         let keyed = s("The :setting:`worker_prefetch_multiplier` is 4 by default.");
         let (key, (_, values)) = keyed.values.iter().next().unwrap();
         assert!(key.contains("worker_prefetch_multiplier") && values.contains("4"), "{:?}", keyed.values);
+    }
+
+    #[test]
+    fn examples_shown_side_by_side_are_not_contradictions() {
+        let a = "Example (no `reply.code()` call) sets status code to `302` and redirects to the page";
+        let b = "Example (`reply.code()` call) sets status code to `303` and redirects to the page";
+        assert!(s(a).example && s(b).example);
+        assert_eq!(conflict(a, b), None);
+        assert!(s("For example, the worker waits 5 s for a reply").example);
+        assert!(!s("Examples are kept for 3 days in the cache").example);
+        assert!(!s("The examples folder holds 3 projects").example);
+        // The same statements without the lead-in still disagree.
+        let (a, b) = ("Refresh tokens rotate every 24 hours.", "Refresh tokens rotate every 7 days.");
+        assert!(conflict(a, b).is_some());
+        assert_eq!(conflict(&format!("For example, {a}"), &format!("For example, {b}")), None);
+    }
+
+    #[test]
+    fn html_tags_and_entities_in_markdown_give_no_values() {
+        let a = r#"<img align="center" src="doc/nuclia.png" alt="Nuclia" height="25" width="auto" /> &nbsp;"#;
+        let b = r#"<img align="center" src="doc/nuclia-dark.png" alt="Nuclia" height="35" width="auto" /> &nbsp;"#;
+        let values = |t: &str| statement(t, 1, 1).map_or(0, |s| s.values.len());
+        assert_eq!((values(a), values(b)), (0, 0));
+        // Text around a tag still claims; a comparison and an autolink are text, not tags.
+        let t = statement("the <b>default</b> timeout is 30 s", 1, 1).expect("a statement");
+        assert!(!t.values.is_empty(), "{t:?}");
+        assert_eq!(without_markup("if a < b and c > d"), "if a < b and c > d");
+        assert_eq!(without_markup("see <https://example.org/a>"), "see <https://example.org/a>");
+        assert_eq!(without_markup("x<br/>y &amp; z"), "x | y  |  z");
     }
 
     #[test]
