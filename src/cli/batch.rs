@@ -77,11 +77,23 @@ fn parse(text: &str, defaults: &SearchRequest) -> Result<Vec<SearchRequest>, Err
             .filter(|(_, l)| !l.trim().is_empty())
             .map(|(n, l)| {
                 let at = format!("query file line {}", n + 1);
-                serde_json::from_str(l).map(|v| (at.clone(), v)).map_err(|e| Error::BadRequest(format!("{at}: {e}")))
+                line_value(l).map(|v| (at.clone(), v)).map_err(|e| Error::BadRequest(format!("{at}: {e}")))
             })
             .collect::<Result<_, _>>()?,
     };
     values.into_iter().map(|(at, v)| request(&at, v, defaults)).collect()
+}
+
+/// One line of a lines file: JSON when it starts as a JSON string or object does (`"`, `{`),
+/// else the line itself is the query, so a plain list of queries, one per line, works as is.
+fn line_value(line: &str) -> Result<serde_json::Value, String> {
+    let text = line.trim();
+    match text.starts_with(['{', '"']) {
+        true => serde_json::from_str(text).map_err(|e| {
+            format!("not valid JSON ({e}); a line is a query in plain words, a JSON string or a search request object")
+        }),
+        false => Ok(serde_json::Value::String(text.to_string())),
+    }
 }
 
 /// One entry of the query file as a request, `at` naming it in errors.
@@ -105,7 +117,22 @@ fn request(at: &str, v: serde_json::Value, defaults: &SearchRequest) -> Result<S
             }
             serde_json::from_value(serde_json::Value::Object(o)).map_err(|e| Error::BadRequest(format!("{at}: {e}")))
         }
-        _ => Err(Error::BadRequest(format!("{at}: a string or a search request object"))),
+        other => Err(Error::BadRequest(format!(
+            "{at}: a query is a string or a search request object ({{\"query\": ..., \"limit\": 3}}), not {}",
+            json_kind(&other)
+        ))),
+    }
+}
+
+/// `an array`, `the number 1`: what a JSON value is, for an error.
+fn json_kind(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "null".into(),
+        serde_json::Value::Bool(b) => format!("the boolean {b}"),
+        serde_json::Value::Number(n) => format!("the number {n}"),
+        serde_json::Value::String(_) => "a string".into(),
+        serde_json::Value::Array(_) => "an array".into(),
+        serde_json::Value::Object(_) => "an object".into(),
     }
 }
 
@@ -122,8 +149,14 @@ mod tests {
         let l = parse("\"one\"\n\n{\"query\": \"two\", \"lang\": \"rust\"}\n", &d).unwrap();
         assert_eq!(l.len(), 2);
         assert_eq!(l[1].lang.as_deref(), Some("rust"));
-        assert!(parse("not json\n", &d).is_err());
-        assert!(parse("[1]", &d).is_err());
+        // Plain lines are queries as written; a line that starts as JSON must be JSON.
+        let plain = parse("where are sessions expired\n\n  retry with backoff  \n{\"query\": \"x\"}\n", &d).unwrap();
+        let texts: Vec<&str> = plain.iter().map(|r| r.query.as_str()).collect();
+        assert_eq!(texts, ["where are sessions expired", "retry with backoff", "x"]);
+        let broken = parse("fine\n{\"query\": \n", &d).unwrap_err().to_string();
+        assert!(broken.contains("line 2") && broken.contains("not valid JSON"), "{broken}");
+        let wrong = parse("[1]", &d).unwrap_err().to_string();
+        assert!(wrong.contains("query 1") && wrong.contains("not the number 1"), "{wrong}");
         let typo = parse("\"one\"\n\n{\"query\": \"two\", \"path_prefx\": \"src\"}\n", &d).unwrap_err().to_string();
         assert!(typo.contains("line 3") && typo.contains("path_prefx") && typo.contains("path_prefix"), "{typo}");
     }

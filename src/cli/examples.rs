@@ -140,7 +140,7 @@ pub const EXAMPLES: &[(&str, &[Example])] = &[
         "serve",
         &[
             ("docdex serve", "HTTP and MCP on 127.0.0.1:3210 for the repository you are in"),
-            ("docdex serve --repo ../api --bind 127.0.0.1:3300", "another repository and address"),
+            ("docdex serve --repo ../api --port 3300", "another repository, on 127.0.0.1:3300"),
         ],
     ),
     (

@@ -85,8 +85,9 @@ enum Command {
         repo: RepoArg,
         /// What to look for: identifiers, paths, or a plain-language description.
         query: Vec<String>,
-        /// Run every query of a file in one process (a JSON array, or JSON lines; each a query
-        /// string or a search request object): one JSON result per query with --json.
+        /// Run every query of a file in one process (a JSON array, or lines: each a query in
+        /// plain words, a JSON string or a search request object): one JSON result per query
+        /// with --json.
         #[arg(long, value_name = "QUERIES.json|jsonl", conflicts_with_all = ["query", "cursor"])]
         batch: Option<PathBuf>,
         /// Results per page.

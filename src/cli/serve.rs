@@ -40,8 +40,12 @@ pub enum DaemonAction {
 #[derive(Debug, clap::Args)]
 pub struct HttpArgs {
     /// Address to listen on (default `[server] http_bind_addr`, 127.0.0.1:3210).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "port")]
     bind: Option<String>,
+    /// Port to listen on, on the configured address's host (127.0.0.1 unless `[server]
+    /// http_bind_addr` says otherwise); 0 picks a free one, printed at start.
+    #[arg(long, short = 'p')]
+    port: Option<u16>,
     /// Allow binding beyond loopback; requires a token (DOCDEX_AUTH_TOKEN or [server] auth_token).
     #[arg(long)]
     expose: bool,
@@ -80,6 +84,7 @@ fn options(mode: Mode, repo: Option<PathBuf>, http: Option<HttpArgs>, common: &C
     o.agent_id = common.agent_id.clone();
     if let Some(h) = http {
         o.bind = h.bind;
+        o.port = h.port;
         o.expose = h.expose;
         if h.auth_token.is_some() && token_on_command_line() {
             eline!("docdex: warning: --auth-token puts the token in the process list, where every user of this machine can read it (ps, /proc/PID/cmdline); set DOCDEX_AUTH_TOKEN or [server] auth_token instead");

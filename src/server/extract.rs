@@ -170,12 +170,30 @@ where
         if bytes.is_empty() {
             return Err(ApiError::bad_request("empty request body: send a JSON object"));
         }
-        let body: T = serde_json::from_slice(&bytes)
-            .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {}", field_problem::<T>(&bytes, &e))))?;
+        let body: T = serde_json::from_slice(&bytes).map_err(|e| match not_an_object(&bytes) {
+            Some(kind) => ApiError::bad_request(format!(
+                "invalid JSON body: {route} takes a JSON object ({{\"field\": value, ...}}), not {kind}; its fields: {} (GET /v1/openapi.json describes them)",
+                body_fields::<T>().join(", ")
+            )),
+            None => ApiError::bad_request(format!("invalid JSON body: {}", field_problem::<T>(&bytes, &e))),
+        })?;
         if T::STRICT {
             refuse_unknown_fields::<T>(&bytes, &route)?;
         }
         Ok(ApiJson(body))
+    }
+}
+
+/// What `bytes` holds when it is well-formed JSON but no object (`an array`, `a string`): serde
+/// would name the request type (`expected struct SearchBody`), which means nothing to a caller.
+fn not_an_object(bytes: &[u8]) -> Option<&'static str> {
+    match serde_json::from_slice::<serde_json::Value>(bytes).ok()? {
+        serde_json::Value::Object(_) => None,
+        serde_json::Value::Array(_) => Some("an array"),
+        serde_json::Value::String(_) => Some("a string"),
+        serde_json::Value::Number(_) => Some("a number"),
+        serde_json::Value::Bool(_) => Some("a boolean"),
+        serde_json::Value::Null => Some("null"),
     }
 }
 

@@ -37,6 +37,8 @@ pub struct ServerOptions {
     pub repo: Option<PathBuf>,
     /// Overrides `[server] http_bind_addr`.
     pub bind: Option<String>,
+    /// Overrides only the port of the configured address (`--port`), keeping its host.
+    pub port: Option<u16>,
     /// Allow a non-loopback bind (requires a token).
     pub expose: bool,
     /// Overrides the configured token.
@@ -63,6 +65,7 @@ impl ServerOptions {
             mode,
             repo: None,
             bind: None,
+            port: None,
             expose: false,
             auth_token: None,
             watch: true,
@@ -209,11 +212,14 @@ pub const MIN_EXPOSED_TOKEN_DISTINCT: usize = 5;
 /// `127.0.0.1:PORT` (never a resolver's answer, which could be anything).
 pub fn bind_addr(engine: &Engine, opts: &ServerOptions, token: Option<&str>) -> anyhow::Result<SocketAddr> {
     let text = opts.bind.clone().unwrap_or_else(|| engine.config().server.http_bind_addr.clone());
-    let addr: SocketAddr = match text.strip_prefix("localhost:") {
+    let mut addr: SocketAddr = match text.strip_prefix("localhost:") {
         Some(port) => port.parse::<u16>().ok().map(|p| SocketAddr::from(([127, 0, 0, 1], p))),
         None => text.parse().ok(),
     }
     .with_context(|| format!("bad bind address {text:?}: use HOST:PORT, e.g. 127.0.0.1:3210 or localhost:3210"))?;
+    if let Some(port) = opts.port {
+        addr.set_port(port);
+    }
     if !addr.ip().is_loopback() && !opts.expose {
         bail!("binding {addr} would expose docdex beyond this machine; pass --expose (with a token) or bind 127.0.0.1");
     }

@@ -49,10 +49,22 @@ fn batch_results_equal_single_searches() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("session store") && text.contains("src/auth/session.rs"), "{text}");
-    write(env.dir.path(), "bad.jsonl", "not json\n");
+    // A plain list, one query per line, is read as written; a line that starts as JSON and is
+    // not JSON is a clear error naming its line.
+    write(env.dir.path(), "plain.txt", "session store\n\nparse config\n");
+    let out =
+        env.run(&["search", "--repo", r, "--json", "--batch", env.dir.path().join("plain.txt").to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plain: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let queries: Vec<&str> = plain.iter().map(|v| v["query"].as_str().unwrap()).collect();
+    assert_eq!(queries, ["session store", "parse config"]);
+    assert_eq!(plain[0]["response"]["results"][0]["path"], "src/auth/session.rs", "{}", plain[0]);
+    write(env.dir.path(), "bad.jsonl", "session store\n{\"query\": \n");
     let out = env.run(&["search", "--repo", r, "--batch", env.dir.path().join("bad.jsonl").to_str().unwrap()]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 2") && err.contains("not valid JSON"), "{err}");
     let out = env.run(&["search", "--repo", r, "--batch", "/no/such/queries.jsonl"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));

@@ -968,6 +968,29 @@ async fn localhost_is_accepted_as_a_loopback_bind() {
     assert_eq!((s, v["status"].as_str()), (200, Some("ok")), "{v}");
 }
 
+/// `--port N` (what most servers take) keeps the configured host and changes only the port; the
+/// host's exposure rules still apply, and `--bind` with `--port` is refused, not guessed at.
+#[tokio::test]
+async fn port_flag_keeps_the_configured_host() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let r = repo.to_str().unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_docdex"));
+    cmd.args(["serve", "--repo", r, "--no-watch", "--port", "0"]);
+    let server = Server::spawn(&env, cmd, &[]);
+    assert!(server.addr.starts_with("127.0.0.1:") && !server.addr.ends_with(":3210"), "{}", server.addr);
+    let (s, v) = json_of(client().get(server.url("/healthz")).send().await.unwrap()).await;
+    assert_eq!((s, v["status"].as_str()), (200, Some("ok")), "{v}");
+    drop(server);
+
+    let err = refused_at_start(&env, &["serve", "--repo", r, "--bind", "127.0.0.1:0", "--port", "0"]);
+    assert!(err.contains("--bind") && err.contains("--port") && err.contains("cannot be used with"), "{err}");
+
+    std::fs::write(env.home().join("config.toml"), "[server]\nhttp_bind_addr = \"0.0.0.0:3210\"\n").unwrap();
+    let err = refused_at_start(&env, &["serve", "--repo", r, "--port", "0"]);
+    assert!(err.contains("0.0.0.0:0") && err.contains("--expose"), "{err}");
+}
+
 #[tokio::test]
 async fn daemon_mounts_repos_on_initialize_and_keeps_them_apart() {
     let env = Env::new();

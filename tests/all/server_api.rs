@@ -824,6 +824,18 @@ async fn a_body_field_of_the_wrong_type_is_named_with_what_it_takes() {
     let (s, v) = json_of(resp).await;
     assert_error(s, &v, 400, "bad_request");
     assert!(v["error"]["message"].as_str().unwrap().contains("line 1 column"), "{v}");
+    // Well-formed JSON that is no object says so and lists the fields; serde named the
+    // request's Rust type (`expected struct SearchBody`).
+    for (body, kind) in [(json!([1, 2]), "an array"), (json!("idle timeout"), "a string"), (json!(null), "null")] {
+        let (s, v) = post(&server, "/v1/search", body).await;
+        assert_error(s, &v, 400, "bad_request");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("POST /v1/search takes a JSON object") && message.contains(&format!("not {kind}")),
+            "{message}"
+        );
+        assert!(message.contains("query") && !message.contains("SearchBody"), "{message}");
+    }
 }
 
 /// A path holding a NUL byte was looked up and answered 404 `not_found`, as if such a file
