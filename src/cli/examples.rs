@@ -109,7 +109,10 @@ pub const EXAMPLES: &[(&str, &[Example])] = &[
         "profile",
         &[
             ("docdex profile list", "the agents and their preference counts"),
-            ("docdex profile add --agent reviewer -c style \"prefer early returns\"", "teach an agent a preference"),
+            (
+                "docdex profile add --agent reviewer \"prefer early returns\"",
+                "teach an agent a preference (its category read from the words, or -c style)",
+            ),
             ("docdex profile search --agent reviewer \"error handling\"", "what it remembers about a topic"),
         ],
     ),

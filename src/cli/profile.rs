@@ -71,9 +71,10 @@ pub enum ProfileCommand {
         /// The agent (default `[memory.profile] default_agent`).
         #[arg(long)]
         agent: Option<String>,
-        /// style, tooling, constraint or workflow.
+        /// style, tooling, constraint or workflow (read from the words when left out: "never",
+        /// "avoid", "must" make a constraint; "before", "commit" a workflow; a tool's name tooling).
         #[arg(long, short = 'c', value_parser = category)]
-        category: Category,
+        category: Option<Category>,
         /// A machine-checkable rule for a constraint (e.g. "forbid-import moment"); common
         /// phrasings are recognised without it.
         #[arg(long)]
@@ -120,6 +121,9 @@ pub enum ProfileCommand {
     Edit {
         /// The preference's id.
         id: String,
+        /// New text, as `profile add` takes it (or --content).
+        #[arg(conflicts_with = "content")]
+        text: Vec<String>,
         /// New text.
         #[arg(long)]
         content: Option<String>,
@@ -284,7 +288,8 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
         ProfileCommand::Search { agent, query, limit, without_team, json } => {
             profile_search(engine, out, agent, query, limit, without_team, json)
         }
-        ProfileCommand::Edit { id, content, category, rule, no_rule, json } => {
+        ProfileCommand::Edit { id, text, content, category, rule, no_rule, json } => {
+            let content = content.or_else(|| (!text.is_empty()).then(|| text.join(" ")));
             profile_edit(engine, out, id, content, category, rule, no_rule, json)
         }
         ProfileCommand::Remove { id, agent, json } => profile_remove(engine, out, id, agent, json),
@@ -333,7 +338,7 @@ fn profile_add(
     engine: &Engine,
     out: &Out,
     agent: Option<String>,
-    category: Category,
+    category: Option<Category>,
     rule: Option<String>,
     role: Option<String>,
     text: Vec<String>,
@@ -584,6 +589,13 @@ fn print_written(out: &Out, verb: &str, r: &ProfileWriteResponse) {
     if let Some(old) = &r.previous_role {
         out.note(&format!("note: the role of {} was \"{}\"; it is now the one given", p.agent_id, visible(old)));
     }
+    if r.category_note.is_some() {
+        out.note(&format!(
+            "note: {} read from the words; --category sets it (`docdex profile edit {} --category C` changes it)",
+            p.category,
+            p.id.get(..8).unwrap_or(&p.id)
+        ));
+    }
 }
 
 /// Prints an evolution outcome.
@@ -648,7 +660,7 @@ fn edit_in_editor(engine: &Engine, content: &str) -> anyhow::Result<String> {
     use std::io::IsTerminal;
     if !std::io::stdin().is_terminal() {
         return Err(Error::BadRequest(
-            "without flags, profile edit opens $EDITOR, which needs a terminal; pass the change instead: --content TEXT, --category CATEGORY, --rule RULE or --no-rule".into(),
+            "without flags, profile edit opens $EDITOR, which needs a terminal; pass the change instead: the new text (`profile edit ID \"new text\"` or --content TEXT), --category CATEGORY, --rule RULE or --no-rule".into(),
         )
         .into());
     }

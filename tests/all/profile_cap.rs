@@ -26,7 +26,7 @@ fn capped(env: &Env, cap: u32) -> Engine {
 fn add(engine: &Engine, agent: &str, text: &str) -> Result<Preference, Error> {
     let req = ProfileAddRequest {
         agent_id: agent.into(),
-        category: if text.len().is_multiple_of(2) { Category::Style } else { Category::Workflow },
+        category: Some(if text.len().is_multiple_of(2) { Category::Style } else { Category::Workflow }),
         content: text.into(),
         rule: None,
         role: None,

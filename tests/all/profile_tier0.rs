@@ -62,7 +62,7 @@ fn the_profile_slot_is_capped_least_similar_first_and_precedes_the_repository() 
     engine
         .profile_add(&ProfileAddRequest {
             agent_id: "tara".into(),
-            category: Category::Constraint,
+            category: Some(Category::Constraint),
             content: "Avoid circular dependencies when touching session expiry".into(),
             rule: None,
             role: None,

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 pub fn add(engine: &Engine, agent: &str, category: Category, text: &str) -> String {
     let req = ProfileAddRequest {
         agent_id: agent.into(),
-        category,
+        category: Some(category),
         content: text.into(),
         rule: None,
         role: Some(format!("{agent} role")),
@@ -169,7 +169,7 @@ fn bad_input_is_refused_with_the_reason() {
         engine
             .profile_add(&ProfileAddRequest {
                 agent_id: agent.into(),
-                category,
+                category: Some(category),
                 content: text.into(),
                 rule: rule.map(String::from),
                 role: None,
@@ -197,7 +197,7 @@ fn without_an_embedder_recall_matches_words_and_says_so() {
     let r = engine
         .profile_add(&ProfileAddRequest {
             agent_id: "carol".into(),
-            category: Category::Constraint,
+            category: Some(Category::Constraint),
             content: "Deprecate usage of moment.js".into(),
             rule: None,
             role: None,
@@ -241,7 +241,7 @@ fn a_stuck_model_server_costs_add_and_search_a_moment_not_a_timeout() {
         .engine()
         .profile_add(&ProfileAddRequest {
             agent_id: "carol".into(),
-            category: Category::Style,
+            category: Some(Category::Style),
             content: "Prefer early returns over nested ifs".into(),
             rule: None,
             role: None,
@@ -299,7 +299,7 @@ fn a_dimension_mismatch_is_a_clear_error_and_reembed_is_the_way_out() {
     let r = engine
         .profile_add(&ProfileAddRequest {
             agent_id: "dave".into(),
-            category: Category::Style,
+            category: Some(Category::Style),
             content: "Name booleans as questions".into(),
             rule: None,
             role: None,
@@ -348,7 +348,7 @@ fn export_then_import_round_trips_exactly_and_merges_last_write_wins() {
     let z = add(&ea, "erin", Category::Workflow, "Open a draft PR early");
     ea.profile_add(&ProfileAddRequest {
         agent_id: "erin".into(),
-        category: Category::Constraint,
+        category: Some(Category::Constraint),
         content: "No import cycles".into(),
         rule: Some("no-import-cycles".into()),
         role: None,
@@ -457,7 +457,7 @@ fn a_role_is_one_line_of_text_and_add_can_change_it() {
     let add_role = |content: &str, role: &str| {
         engine.profile_add(&ProfileAddRequest {
             agent_id: "rolly".into(),
-            category: Category::Style,
+            category: Some(Category::Style),
             content: content.into(),
             rule: None,
             role: Some(role.into()),
@@ -491,6 +491,29 @@ fn a_role_is_one_line_of_text_and_add_can_change_it() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("the role of rolly was \"Backend developer\""), "{stderr}");
     assert_eq!(role_of(&engine).as_deref(), Some("QA engineer"));
+
+    // No --category: it is read from the words, and the note says so and how to change it;
+    // a category given is taken as given, with no note.
+    for (text, category) in [
+        ("Prefer early returns", "style"),
+        ("Never import moment", "constraint"),
+        ("Run the linter before every commit", "workflow"),
+    ] {
+        let out = env.run_env(&["profile", "add", "--agent", "rolly", text], &[]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("as {category}")), "{text}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("{category} read from the words")) && stderr.contains("--category"),
+            "{stderr}"
+        );
+    }
+    let v = env.json(&["profile", "add", "--agent", "rolly", "--json", "Use pytest for tests"]);
+    assert_eq!(v["preference"]["category"], "tooling", "{v}");
+    assert!(v["category_note"].as_str().unwrap_or("").contains("tooling read from the words"), "{v}");
+    let v = env.json(&["profile", "add", "--agent", "rolly", "--category", "style", "--json", "Never nest ternaries"]);
+    assert_eq!(v["preference"]["category"], "style", "{v}");
+    assert!(v.get("category_note").is_none(), "{v}");
 
     // A manifest's agent with such a role is rejected alone.
     let f = env.dir.path().join("roles.json");
@@ -788,7 +811,7 @@ fn a_profile_database_from_before_role_stamps_is_migrated_on_first_use() {
     // A role given now is stamped, and an agent without one had none to report as replaced.
     let r = env.engine().profile_add(&ProfileAddRequest {
         agent_id: "olga".into(),
-        category: Category::Style,
+        category: Some(Category::Style),
         content: "Partition by date".into(),
         rule: None,
         role: Some("Data platform engineer".into()),
@@ -800,7 +823,7 @@ fn a_profile_database_from_before_role_stamps_is_migrated_on_first_use() {
         env.engine()
             .profile_add(&ProfileAddRequest {
                 agent_id: agent.into(),
-                category: Category::Style,
+                category: Some(Category::Style),
                 content: content.into(),
                 rule: None,
                 role: role.map(str::to_string),
@@ -1149,6 +1172,14 @@ fn the_cli_speaks_json_and_fails_with_exit_codes() {
     let e = env.json(&["profile", "edit", &id[..8], "--rule", "forbid-import dayjs", "--json"]);
     assert_eq!(e["preference"]["rule"], "forbid-import dayjs");
     assert_eq!(e["preference"]["id"], id.as_str());
+    // The new text as words, as `profile add` takes them (it was refused: "unexpected argument").
+    let e = env.json(&["profile", "edit", &id[..8], "Deprecate", "usage", "of", "moment", "--json"]);
+    assert_eq!(
+        (e["preference"]["content"].as_str(), e["preference"]["id"].as_str()),
+        (Some("Deprecate usage of moment"), Some(id.as_str()))
+    );
+    let both = env.run(&["profile", "edit", &id[..8], "words", "--content", "flag"]);
+    assert_eq!(both.status.code(), Some(2), "{}", String::from_utf8_lossy(&both.stderr));
     let short = env.run(&["profile", "edit", &id[..4], "--no-rule"]);
     assert_eq!(short.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&short.stderr).contains("at least 6 characters"));
@@ -1234,6 +1265,10 @@ async fn the_http_api_lists_adds_searches_and_removes() {
         assert_eq!((s, v["error"]["code"].as_str()), (400, Some("bad_request")), "{v}");
         assert!(v["error"]["message"].as_str().unwrap_or("").contains("give 1 to 100"), "{v}");
     }
+    // No category: read from the words, as the command line reads it.
+    let (s, v) = post("/v1/profile/add", json!({"content": "Avoid default exports"})).await;
+    assert_eq!((s, v["preference"]["category"].as_str()), (200, Some("constraint")), "{v}");
+    assert!(v["category_note"].as_str().unwrap_or("").contains("constraint read from the words"), "{v}");
     // A write that creates an agent says so with the agent the name likely mistypes (only the
     // CLI said it; an HTTP client created "frontnd" silently).
     let (s, v) =
@@ -1346,7 +1381,7 @@ fn control_characters_are_refused_and_line_breaks_become_spaces() {
     let add = |text: &str| {
         engine.profile_add(&ProfileAddRequest {
             agent_id: "ivy".into(),
-            category: Category::Style,
+            category: Some(Category::Style),
             content: text.into(),
             rule: None,
             role: None,
@@ -1397,7 +1432,7 @@ fn repeats_and_edits_of_a_changed_preference_are_conflicts() {
         engine
             .profile_add(&ProfileAddRequest {
                 agent_id: "jay".into(),
-                category: Category::Tooling,
+                category: Some(Category::Tooling),
                 content: text.into(),
                 rule: None,
                 role: None,

@@ -109,7 +109,7 @@ fn profile_editor_adds_with_the_rule_validated_as_you_type() {
     // Sent, not yet written: the engine runs it off the UI thread.
     let jobs = profile_jobs(&h.requests());
     assert!(
-        matches!(&jobs[..], [ProfileJob::Add(a)] if a.agent_id == "mcoda_frontend" && a.category == Category::Constraint && a.rule.as_deref() == Some("forbid-import moment")),
+        matches!(&jobs[..], [ProfileJob::Add(a)] if a.agent_id == "mcoda_frontend" && a.category == Some(Category::Constraint) && a.rule.as_deref() == Some("forbid-import moment")),
         "{jobs:?}"
     );
     assert!(shows(&h.screen(120, 40), "saving…"));

@@ -55,7 +55,7 @@ pub fn run(out: &Out, args: BenchProfileArgs) -> anyhow::Result<()> {
     engine.profile_add(&ProfileAddRequest {
         agent_id: "team".into(),
         content: "Deprecate usage of moment.js".into(),
-        category: Category::Constraint,
+        category: Some(Category::Constraint),
         rule: None,
         role: None,
     })?;
@@ -159,7 +159,7 @@ fn time_recall(engine: &Engine, corpus: &Path, turns: usize) -> anyhow::Result<V
                     [i % 4],
                 QUERIES[i % QUERIES.len()]
             ),
-            category: [Category::Style, Category::Tooling, Category::Workflow, Category::Constraint][i % 4],
+            category: Some([Category::Style, Category::Tooling, Category::Workflow, Category::Constraint][i % 4]),
             rule: None,
             role: Some("backend developer".into()),
         })?;

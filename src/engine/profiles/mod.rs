@@ -374,13 +374,14 @@ impl Engine {
         let agent_id = self.require_agent(&req.agent_id)?;
         let content = valid_content(&req.content)?;
         let role = req.role.as_deref().map(valid_role).transpose()?.filter(|r| !r.is_empty());
-        let (rule, rule_note) = settle_rule(req.category, req.rule.as_deref(), &content)?;
+        let category = req.category.unwrap_or_else(|| policy::classify(&content));
+        let (rule, rule_note) = settle_rule(category, req.rule.as_deref(), &content)?;
         let now = now_ms() as i64;
         let preference = Preference {
             id: uuid::Uuid::new_v4().to_string(),
             agent_id,
             content,
-            category: req.category,
+            category,
             rule,
             last_updated: now,
             source: PreferenceSource::Manual,
@@ -411,6 +412,9 @@ impl Engine {
         let mut resp = self.profile_written(preference, created_agent, rule_note)?;
         resp.previous_role = previous_role;
         resp.agent_note = created_agent.then(|| self.profile_created_agent_note(&resp.preference.agent_id));
+        resp.category_note = req.category.is_none().then(|| {
+            format!("category {category} read from the words (a category of style, tooling, constraint or workflow sets it; `profile edit ID --category C` changes it)")
+        });
         Ok(resp)
     }
 
@@ -455,7 +459,15 @@ impl Engine {
             .err()
             .map(|t| format!("stored without an embedding ({t}); recall matches its words until an embedder answers"));
         let preference = self.profile_read(|c| store::preference(c, &p.id))?.unwrap_or(p);
-        Ok(ProfileWriteResponse { preference, created_agent, rule_note, notice, agent_note: None, previous_role: None })
+        Ok(ProfileWriteResponse {
+            preference,
+            created_agent,
+            rule_note,
+            notice,
+            agent_note: None,
+            previous_role: None,
+            category_note: None,
+        })
     }
 
     /// Changes a preference's text, category or rule.

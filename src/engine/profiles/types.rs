@@ -185,8 +185,11 @@ pub struct ProfileAddRequest {
     /// The agent (created when new); empty means the default agent.
     #[serde(default)]
     pub agent_id: String,
-    /// How the preference is used.
-    pub category: Category,
+    /// How the preference is used; read from its words when absent, as `learn` reads them
+    /// ("never", "avoid", "must": constraint; "before", "commit", "review": workflow; a tool's
+    /// name: tooling; else style), and the answer's `category_note` says so.
+    #[serde(default)]
+    pub category: Option<Category>,
     /// The preference in plain language.
     pub content: String,
     /// A machine-checkable rule for a constraint; recognised from common phrasings when absent.
@@ -218,6 +221,9 @@ pub struct ProfileWriteResponse {
     /// Set when the request's `role` replaced the existing agent's role: the role it had.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_role: Option<String>,
+    /// Set when the request named no category: the one read from the words, and how to choose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category_note: Option<String>,
 }
 
 /// `profile role`: set an agent's role alone, no preference added (`profile add --role` adds one).

@@ -312,7 +312,7 @@ impl ProfilePane {
         let job = match &form.id {
             None => ProfileJob::Add(ProfileAddRequest {
                 agent_id: form.agent.clone(),
-                category: form.category,
+                category: Some(form.category),
                 content,
                 rule: Some(rule).filter(|r| !r.is_empty()),
                 role: None,
