@@ -35,6 +35,45 @@ pub struct SearchBody {
 
 impl JsonBody for SearchBody {}
 
+/// `GET /v1/search` query string: a [`SearchRequest`]'s fields, `q` for `query`, so a search
+/// from `curl` or a browser's address bar needs no JSON body (`?q=session+expiry&limit=5`).
+/// Like every `GET`, it mounts no repository.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchQuery {
+    /// What to look for (`q` for short): identifiers, paths, or a plain-language description.
+    #[serde(alias = "q")]
+    pub query: String,
+    /// Results per page (default `[search] default_limit`, 10).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// `next_cursor` from a previous result, for the next page.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Only files whose repo-relative path starts with this prefix (e.g. `src/auth/`).
+    #[serde(default)]
+    pub path_prefix: Option<String>,
+    /// Only this language (`rust`, `python`, `typescript`, `markdown`, ...).
+    #[serde(default)]
+    pub lang: Option<String>,
+    /// Also search the documentation of the repository's dependencies (`libs=true`).
+    #[serde(default)]
+    pub libs: bool,
+}
+
+impl From<SearchQuery> for SearchRequest {
+    fn from(q: SearchQuery) -> SearchRequest {
+        SearchRequest {
+            query: q.query,
+            limit: q.limit,
+            cursor: q.cursor,
+            path_prefix: q.path_prefix,
+            lang: q.lang,
+            libs: q.libs,
+            for_chat: false,
+        }
+    }
+}
+
 /// `GET /v1/open`: the query string's own fields, beside a [`FileRequest`]'s.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct OpenQuery {
@@ -229,6 +268,27 @@ async fn search(
     .await
 }
 
+/// `GET /v1/search`: the same search as the `POST`, its fields in the query string.
+async fn search_get(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<RepoQuery>,
+    ApiQuery(search): ApiQuery<SearchQuery>,
+) -> Result<Json<SearchResponse>, ApiError> {
+    let sel = selector(&headers, None, q.repo.as_deref());
+    if search.query.trim().is_empty() {
+        return Err(ApiError::bad_request("empty query: pass words to search for in `q` (or `query`)"));
+    }
+    let request = SearchRequest::from(search);
+    let engine = state.engine().clone();
+    let gate = state.work().clone();
+    gate.run(move || {
+        let repo = state.repo_to_read(sel.as_deref())?;
+        engine.search(&repo.root, &request).map(Json).map_err(|e| state.explain(&repo, e))
+    })
+    .await
+}
+
 async fn open(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -303,6 +363,12 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             "/v1/search",
             search,
             Operation::new("Ranked search over a repository's index"),
+        )
+        .get(
+            "/v1/search",
+            search_get,
+            Operation::new("Ranked search, its fields in the query string")
+                .describe("`?q=session+expiry&limit=5`: the POST's fields as query parameters (`q` or `query`), for `curl` and a browser bar. Mounts no repository: a daemon reads an indexed one it has not mounted as it stands, with no watcher (the POST mounts it)."),
         )
         .get(
             "/v1/open",

@@ -123,9 +123,37 @@ async fn errors_follow_one_contract() {
     let (s, v) = json_of(c.get(server.url("/v1/nope")).send().await.unwrap()).await;
     assert_eq!(s, 404);
     assert_error(&v, "not_found");
-    let (s, v) = json_of(c.get(&search).send().await.unwrap()).await;
+    let (s, v) = json_of(c.get(server.url("/v1/memory/store")).send().await.unwrap()).await;
     assert_eq!(s, 405);
     assert_error(&v, "method_not_allowed");
+
+    // GET /v1/search takes the POST's fields in the query string (`q` for `query`) and answers
+    // what the POST answers; a misspelt parameter and an empty or missing query are refused.
+    let posted: Value = c
+        .post(&search)
+        .json(&json!({"query": "session store", "limit": 2}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    for q in ["q", "query"] {
+        let (s, v) = json_of(c.get(&search).query(&[(q, "session store"), ("limit", "2")]).send().await.unwrap()).await;
+        assert_eq!(s, 200, "{v}");
+        assert_eq!(v["results"], posted["results"], "{v}");
+        assert!(v["results"].as_array().is_some_and(|r| !r.is_empty()), "{v}");
+    }
+    for (query, says) in [
+        (vec![("q", "session"), ("limt", "2")], "unknown query parameter \"limt\""),
+        (vec![("q", " ")], "empty query"),
+        (vec![("limit", "2")], "missing query parameter `query`"),
+        (vec![("q", "x"), ("limit", "many")], "bad query string"),
+    ] {
+        let (s, v) = json_of(c.get(&search).query(&query).send().await.unwrap()).await;
+        assert_eq!(s, 400, "{query:?}: {v}");
+        assert!(v["error"]["message"].as_str().unwrap_or("").contains(says), "{query:?}: {v}");
+    }
 
     // Another repository than the one served: 404 unknown_repo; a missing one too.
     for sel in [other.to_str().unwrap(), "/definitely/not/here"] {
@@ -1944,6 +1972,10 @@ async fn no_get_mounts_a_repository_or_writes_a_file_per_name_it_is_given() {
     .await;
     assert_eq!(s, 200, "{v}");
     assert!(v.to_string().contains("SessionStore"), "{v}");
+    let r = c.get(daemon.url("/v1/search")).query(&[("repo", root.as_str()), ("q", "session store")]).send();
+    let (s, v) = json_of(r.await.unwrap()).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(v["results"].as_array().is_some_and(|r| !r.is_empty()), "{v}");
     let (s, v) = json_of(c.get(daemon.url("/v1/status")).query(&[("repo", &root)]).send().await.unwrap()).await;
     assert_eq!(s, 200, "{v}");
     let entry = &v["repos"][0];
