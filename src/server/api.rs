@@ -256,16 +256,7 @@ async fn search(
     ApiJson(body): ApiJson<SearchBody>,
 ) -> Result<Json<SearchResponse>, ApiError> {
     let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
-    if body.search.query.trim().is_empty() {
-        return Err(ApiError::bad_request("empty query: pass words to search for in `query`"));
-    }
-    let engine = state.engine().clone();
-    let gate = state.work().clone();
-    gate.run(move || {
-        let repo = resolve(&state, sel)?;
-        engine.search(&repo.root, &body.search).map(Json).map_err(|e| state.explain(&repo, e))
-    })
-    .await
+    run_search(state, sel, body.search, true, "`query`").await
 }
 
 /// `GET /v1/search`: the same search as the `POST`, its fields in the query string.
@@ -276,14 +267,25 @@ async fn search_get(
     ApiQuery(search): ApiQuery<SearchQuery>,
 ) -> Result<Json<SearchResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
-    if search.query.trim().is_empty() {
-        return Err(ApiError::bad_request("empty query: pass words to search for in `q` (or `query`)"));
+    run_search(state, sel, search.into(), false, "`q` (or `query`)").await
+}
+
+/// Both searches: `may_mount` is the POST's (a GET only reads), `field` names the query's field
+/// in the empty-query error.
+async fn run_search(
+    state: AppState,
+    sel: Option<String>,
+    request: SearchRequest,
+    may_mount: bool,
+    field: &str,
+) -> Result<Json<SearchResponse>, ApiError> {
+    if request.query.trim().is_empty() {
+        return Err(ApiError::bad_request(format!("empty query: pass words to search for in {field}")));
     }
-    let request = SearchRequest::from(search);
     let engine = state.engine().clone();
     let gate = state.work().clone();
     gate.run(move || {
-        let repo = state.repo_to_read(sel.as_deref())?;
+        let repo = if may_mount { resolve(&state, sel)? } else { state.repo_to_read(sel.as_deref())? };
         engine.search(&repo.root, &request).map(Json).map_err(|e| state.explain(&repo, e))
     })
     .await
