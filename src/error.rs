@@ -18,6 +18,20 @@ pub fn quoted(value: &str) -> String {
     }
 }
 
+/// A caller's JSON value as an error message names it: `the string "5"`, `the number -1`,
+/// `a list`, `an object` (the string [`quoted`], so a long one stays short).
+pub fn described(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => format!("the string {}", quoted(s)),
+        Value::Number(n) => format!("the number {n}"),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => "null".to_string(),
+        Value::Array(_) => "a list".to_string(),
+        Value::Object(_) => "an object".to_string(),
+    }
+}
+
 /// `value` as one word of a POSIX shell command a message tells the user to run (`docdex index
 /// --repo PATH`): unchanged when it holds only characters no shell treats specially, else in
 /// single quotes (each `'` written `'\''`), so a path with a space, a quote or a `$` pastes

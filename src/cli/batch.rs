@@ -119,20 +119,8 @@ fn request(at: &str, v: serde_json::Value, defaults: &SearchRequest) -> Result<S
         }
         other => Err(Error::BadRequest(format!(
             "{at}: a query is a string or a search request object ({{\"query\": ..., \"limit\": 3}}), not {}",
-            json_kind(&other)
+            crate::error::described(&other)
         ))),
-    }
-}
-
-/// `an array`, `the number 1`: what a JSON value is, for an error.
-fn json_kind(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::Null => "null".into(),
-        serde_json::Value::Bool(b) => format!("the boolean {b}"),
-        serde_json::Value::Number(n) => format!("the number {n}"),
-        serde_json::Value::String(_) => "a string".into(),
-        serde_json::Value::Array(_) => "an array".into(),
-        serde_json::Value::Object(_) => "an object".into(),
     }
 }
 

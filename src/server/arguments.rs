@@ -24,7 +24,7 @@ pub fn named(schema: &Value, args: &Value, error: &serde_json::Error) -> Option<
         (!fits(prop, value)).then_some((name, value, prop))
     });
     if let Some((name, value, prop)) = misfit {
-        return Some(format!("`{name}` takes {}, not {}", expected(prop), described(value)));
+        return Some(format!("`{name}` takes {}, not {}", expected(prop), crate::error::described(value)));
     }
     // The type fits, the value does not (an integer past u32, a string no variant spells):
     // serde quotes the value, so the argument holding it is the one.
@@ -119,18 +119,6 @@ fn expected(prop: &Value) -> String {
         [] => "another value (tools/list gives its schema)".to_string(),
         [one] if *one == "an integer" || *one == "a number" => format!("{one}{range}{null}"),
         many => format!("{}{null}", many.join(" or ")),
-    }
-}
-
-/// A value as the message names it: `the string "5"`, `the number -1`, `an object`.
-fn described(value: &Value) -> String {
-    match value {
-        Value::String(s) => format!("the string {}", crate::error::quoted(s)),
-        Value::Number(n) => format!("the number {n}"),
-        Value::Bool(b) => b.to_string(),
-        Value::Null => "null".to_string(),
-        Value::Array(_) => "a list".to_string(),
-        Value::Object(_) => "an object".to_string(),
     }
 }
 

@@ -184,17 +184,12 @@ where
     }
 }
 
-/// What `bytes` holds when it is well-formed JSON but no object (`an array`, `a string`): serde
-/// would name the request type (`expected struct SearchBody`), which means nothing to a caller.
-fn not_an_object(bytes: &[u8]) -> Option<&'static str> {
-    match serde_json::from_slice::<serde_json::Value>(bytes).ok()? {
-        serde_json::Value::Object(_) => None,
-        serde_json::Value::Array(_) => Some("an array"),
-        serde_json::Value::String(_) => Some("a string"),
-        serde_json::Value::Number(_) => Some("a number"),
-        serde_json::Value::Bool(_) => Some("a boolean"),
-        serde_json::Value::Null => Some("null"),
-    }
+/// What `bytes` holds when it is well-formed JSON but no object (`a list`, `the string "x"`):
+/// serde would name the request type (`expected struct SearchBody`), which means nothing to a
+/// caller.
+fn not_an_object(bytes: &[u8]) -> Option<String> {
+    let value = serde_json::from_slice::<serde_json::Value>(bytes).ok()?;
+    (!value.is_object()).then(|| crate::error::described(&value))
 }
 
 /// Why `T` could not read `bytes`, naming the field at fault and what it takes as MCP tool

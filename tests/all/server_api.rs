@@ -826,7 +826,9 @@ async fn a_body_field_of_the_wrong_type_is_named_with_what_it_takes() {
     assert!(v["error"]["message"].as_str().unwrap().contains("line 1 column"), "{v}");
     // Well-formed JSON that is no object says so and lists the fields; serde named the
     // request's Rust type (`expected struct SearchBody`).
-    for (body, kind) in [(json!([1, 2]), "an array"), (json!("idle timeout"), "a string"), (json!(null), "null")] {
+    for (body, kind) in
+        [(json!([1, 2]), "a list"), (json!("idle timeout"), "the string \"idle timeout\""), (json!(null), "null")]
+    {
         let (s, v) = post(&server, "/v1/search", body).await;
         assert_error(s, &v, 400, "bad_request");
         let message = v["error"]["message"].as_str().unwrap();
