@@ -546,23 +546,35 @@ fn streaming_server(chunks: usize, content_type: &str) -> (std::net::SocketAddr,
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let head = format!("HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\n\r\n");
-    let handle = std::thread::spawn(move || {
-        let Ok((mut conn, _)) = listener.accept() else { return 0 };
-        let mut buf = [0u8; 4096];
-        let _ = conn.read(&mut buf);
-        let _ = conn.write_all(head.as_bytes());
-        let piece = format!("<p>{}</p>\n", "streamed words ".repeat(540));
-        let mut sent = 0;
-        for _ in 0..chunks {
-            if conn.write_all(format!("{:x}\r\n{piece}\r\n", piece.len()).as_bytes()).is_err() {
-                break;
-            }
-            sent += piece.len();
-            std::thread::sleep(Duration::from_millis(2));
+    // Every connection is accepted: Chromium opens two to this server (one stays idle) and
+    // which one carries the request is a race; a server that accepted only the first left the
+    // request unanswered until the page timed out when the browser chose the second.
+    let (sent_tx, sent_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let (Ok(mut conn), head, sent_tx) = (conn, head.clone(), sent_tx.clone()) else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                if !matches!(conn.read(&mut buf), Ok(n) if n > 0) {
+                    return;
+                }
+                let _ = conn.write_all(head.as_bytes());
+                let piece = format!("<p>{}</p>\n", "streamed words ".repeat(540));
+                let mut sent = 0;
+                for _ in 0..chunks {
+                    if conn.write_all(format!("{:x}\r\n{piece}\r\n", piece.len()).as_bytes()).is_err() {
+                        break;
+                    }
+                    sent += piece.len();
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                let _ = conn.write_all(b"0\r\n\r\n");
+                let _ = sent_tx.send(sent);
+            });
         }
-        let _ = conn.write_all(b"0\r\n\r\n");
-        sent
     });
+    // The bytes streamed on the connection that carried the request.
+    let handle = std::thread::spawn(move || sent_rx.recv_timeout(Duration::from_secs(120)).unwrap_or(usize::MAX));
     (addr, handle)
 }
 
