@@ -319,6 +319,11 @@ pub struct ScraperConfig {
     pub page_load_timeout_secs: u64,
     /// A long-running process (server, workbench) closes its idle browser after this long.
     pub idle_shutdown_secs: u64,
+    /// How long a starting browser may take to open its DevTools socket before it is taken for
+    /// hung (pages then come over plain HTTP for a minute). Warm, Chromium opens it in under a
+    /// second; from a cold disk it first reads some 200 MB of libraries, which took 12 to 16 s
+    /// on a VM whose page cache had been dropped (8 s, the old fixed limit, failed those starts).
+    pub launch_timeout_secs: u64,
 }
 
 impl Default for ScraperConfig {
@@ -332,6 +337,7 @@ impl Default for ScraperConfig {
             request_delay_ms: 1000,
             page_load_timeout_secs: 15,
             idle_shutdown_secs: 120,
+            launch_timeout_secs: 20,
         }
     }
 }
@@ -793,7 +799,7 @@ impl Config {
 
     /// Each numeric key with its value, its allowed range, and what to do instead of a value
     /// below it (a user's likely meaning of 0).
-    fn ranges(&self) -> [(&'static str, u64, u64, u64, &'static str); 25] {
+    fn ranges(&self) -> [(&'static str, u64, u64, u64, &'static str); 26] {
         const MIB: u64 = 1024 * 1024;
         let (ix, llm, search) = (&self.index, &self.llm, &self.search);
         [
@@ -815,6 +821,7 @@ impl Config {
             ("web.min_spacing_ms", self.web.min_spacing_ms, 0, 3_600_000, ""),
             ("web.scraper.request_delay_ms", self.web.scraper.request_delay_ms, 0, 3_600_000, ""),
             ("web.scraper.page_load_timeout_secs", self.web.scraper.page_load_timeout_secs, 1, 600, ""),
+            ("web.scraper.launch_timeout_secs", self.web.scraper.launch_timeout_secs, 1, 600, ""),
             ("tui.search_debounce_ms", self.tui.search_debounce_ms, 0, 10_000, ""),
             (
                 "code_intelligence.dynamic_import_scan_limit",

@@ -806,7 +806,7 @@ fn a_browser_that_never_answers_falls_back_to_plain_http_soon() {
         &site.url("/html/"),
         "",
         "",
-        &format!("chrome_binary_path = \"{}\"\n", hung.display()),
+        &format!("chrome_binary_path = \"{}\"\nlaunch_timeout_secs = 3\n", hung.display()),
     ));
     let engine = env.engine();
     let t = Instant::now();
@@ -814,6 +814,8 @@ fn a_browser_that_never_answers_falls_back_to_plain_http_soon() {
     assert_eq!(r.page.via, FetchVia::Http, "{r:?}");
     assert!(r.page.markdown.contains("quux bus"));
     assert!(t.elapsed() < Duration::from_secs(15), "fell back after {:?}", t.elapsed());
+    let note = r.notes.iter().find(|n| n.contains("did not open its DevTools socket within 3s"));
+    assert!(note.is_some_and(|n| n.contains("[web.scraper] launch_timeout_secs")), "{:?}", r.notes);
 }
 
 /// A chat whose web tier is fetching a page that answers after 20 s, its token tripped ~1 s

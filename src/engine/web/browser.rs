@@ -59,11 +59,6 @@ const KNOWN_PATHS: &[(&str, &str)] = &[
     ("C:\\Program Files (x86)\\Microsoft\\Edge\\Application\\msedge.exe", "edge"),
 ];
 
-/// How long a browser may take to open its DevTools socket. Chromium opens it within a second
-/// or two, also on a loaded 2-core machine; a browser that has not by then is hung, and every
-/// process paid the wait before falling back to plain HTTP (it was 30 s).
-const LAUNCH_TIMEOUT: Duration = Duration::from_secs(8);
-
 /// Every browser docdex can find: the configured one first, then PATH, then usual locations.
 /// The first that exists is the one used.
 pub fn discover(cfg: &ScraperConfig) -> Vec<BrowserCandidate> {
@@ -433,7 +428,7 @@ impl Chromium {
             egress: Some(egress),
         };
         // From here on, dropping `me` tears everything down.
-        let ws = me.wait_for_devtools(started)?;
+        let ws = me.wait_for_devtools(started, Duration::from_secs(cfg.launch_timeout_secs))?;
         let browser = headless_chrome::Browser::connect_with_timeout(ws.clone(), Duration::from_secs(24 * 3600))
             .map_err(|e| Error::Upstream(format!("cannot connect to the browser's DevTools: {e}")))?;
         quicken_devtools_calls(&ws);
@@ -447,7 +442,7 @@ impl Chromium {
         Ok(me)
     }
 
-    fn wait_for_devtools(&self, started: Instant) -> Result<String> {
+    fn wait_for_devtools(&self, started: Instant, timeout: Duration) -> Result<String> {
         let port_file = self.profile.join("DevToolsActivePort");
         loop {
             if let Ok(text) = std::fs::read_to_string(&port_file) {
@@ -465,11 +460,11 @@ impl Chromium {
                     self.log_tail()
                 )));
             }
-            if started.elapsed() > LAUNCH_TIMEOUT {
+            if started.elapsed() > timeout {
                 return Err(Error::Upstream(format!(
-                    "the browser {} did not open its DevTools socket within {}s: {}",
+                    "the browser {} did not open its DevTools socket within {}s ([web.scraper] launch_timeout_secs): {}",
                     self.binary.display(),
-                    LAUNCH_TIMEOUT.as_secs(),
+                    timeout.as_secs(),
                     self.log_tail()
                 )));
             }
