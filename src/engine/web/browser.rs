@@ -635,14 +635,14 @@ fn quicken_devtools_calls(ws: &str) {
 /// Sets the read timeout of this process's TCP connections to 127.0.0.1:`port`; how many.
 /// Linux only (the sockets are found through /proc/self/fd); elsewhere none.
 #[cfg(target_os = "linux")]
-pub(crate) fn set_loopback_read_timeout(port: u16, timeout: Duration) -> usize {
+fn set_loopback_read_timeout(port: u16, timeout: Duration) -> usize {
     let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return 0 };
     let fds = dir.flatten().filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<libc::c_int>().ok()));
     fds.filter(|&fd| peer_is_loopback_port(fd, port) && set_read_timeout(fd, timeout)).count()
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn set_loopback_read_timeout(_port: u16, _timeout: Duration) -> usize {
+fn set_loopback_read_timeout(_port: u16, _timeout: Duration) -> usize {
     0
 }
 
