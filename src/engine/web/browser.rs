@@ -636,46 +636,24 @@ fn quicken_devtools_calls(ws: &str) {
 /// Linux only (the sockets are found through /proc/self/fd); elsewhere none.
 #[cfg(target_os = "linux")]
 fn set_loopback_read_timeout(port: u16, timeout: Duration) -> usize {
+    use std::os::fd::BorrowedFd;
     let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return 0 };
-    let fds = dir.flatten().filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<libc::c_int>().ok()));
-    fds.filter(|&fd| peer_is_loopback_port(fd, port) && set_read_timeout(fd, timeout)).count()
+    let fds = dir.flatten().filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()));
+    let peer = std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port);
+    fds.filter(|&fd| {
+        // SAFETY: the descriptor was listed open just above and is only borrowed for these two
+        // calls; on one that is not a connected IPv4 socket `peer_addr` fails and nothing is set.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        let socket = socket2::SockRef::from(&fd);
+        let ours = socket.peer_addr().ok().and_then(|a| a.as_socket_ipv4()) == Some(peer);
+        ours && socket.set_read_timeout(Some(timeout)).is_ok()
+    })
+    .count()
 }
 
 #[cfg(not(target_os = "linux"))]
 fn set_loopback_read_timeout(_port: u16, _timeout: Duration) -> usize {
     0
-}
-
-#[cfg(target_os = "linux")]
-fn peer_is_loopback_port(fd: libc::c_int, port: u16) -> bool {
-    // SAFETY: a zeroed sockaddr_in is a valid value; getpeername writes at most `len` bytes
-    // into it and fails on a descriptor that is not a connected socket.
-    let mut addr: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    let named = unsafe { libc::getpeername(fd, (&mut addr as *mut libc::sockaddr_in).cast(), &mut len) } == 0;
-    named
-        && i32::from(addr.sin_family) == libc::AF_INET
-        && u16::from_be(addr.sin_port) == port
-        && u32::from_be(addr.sin_addr.s_addr) == u32::from(std::net::Ipv4Addr::LOCALHOST)
-}
-
-#[cfg(target_os = "linux")]
-fn set_read_timeout(fd: libc::c_int, timeout: Duration) -> bool {
-    let tv = libc::timeval {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_usec: timeout.subsec_micros() as libc::suseconds_t,
-    };
-    // SAFETY: `tv` outlives the call and its size is the one passed.
-    let set = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&tv as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    set == 0
 }
 
 fn running_as_root() -> bool {
