@@ -282,7 +282,7 @@ enum Command {
     BenchHybrid(bench::hybrid::HybridBenchArgs),
     /// Measure the server: many repos under concurrent load, warm HTTP latency, idle RSS (docs/PERFORMANCE.md).
     BenchServe(bench::serve::BenchServeArgs),
-    /// Measure the web tier on a loopback site: browser start, fetches through Chromium and HTTP, Tier 2 latency.
+    /// Measure the web tier on a loopback site with your `[web.scraper]` browser: its start, fetches through it and HTTP, Tier 2 latency.
     BenchWeb(bench::web::BenchWebArgs),
     /// Measure profile memory: the pre-commit gatekeeper's endpoint and Tier 0 recall (docs/PERFORMANCE.md).
     BenchProfile(bench::profile::BenchProfileArgs),
@@ -778,7 +778,7 @@ fn dispatch(engine: Engine, out: &Out, home: Option<&Path>, command: Command) ->
         // Handled by `run` before the table.
         Command::Tui(_) | Command::Completions { .. } => {}
         Command::BenchServe(args) => bench::serve::run(out, args)?,
-        Command::BenchWeb(args) => bench::web::run(out, args)?,
+        Command::BenchWeb(args) => bench::web::run(out, args, &engine.config().web.scraper)?,
         Command::BenchProfile(args) => bench::profile::run(out, args)?,
         #[cfg(any(debug_assertions, feature = "test-support"))]
         Command::Dev(dev) => run_dev(out, dev)?,

@@ -868,13 +868,17 @@ fn bench_context_prints_its_notes_and_report_table() {
 }
 
 /// Pins what `docdex bench-web` prints, as a table and as `--json` (run side by side), figures
-/// aside: its `run` is split into steps and must not change a byte. Needs Chromium.
+/// aside: its `run` is split into steps and must not change a byte. Needs Chromium. The two
+/// runs start Chromium eight times beside the rest of the suite on two cores: one start in CI
+/// took over the default 20 s, so this home gives the browser 120 s (the user's setting is the
+/// one bench-web uses, as the next test shows).
 #[test]
 fn bench_web_prints_a_row_per_measurement_and_the_same_figures_as_json() {
     if !crate::web_support::have_browser() {
         return;
     }
     let env = Env::new();
+    env.write_config("[web.scraper]\nlaunch_timeout_secs = 120\n");
     let spawn = |json: bool| {
         let mut args = vec!["bench-web", "--runs", "2"];
         if json {
@@ -923,6 +927,35 @@ fn bench_web_prints_a_row_per_measurement_and_the_same_figures_as_json() {
     assert_eq!(fields("browser_start_ms"), ["p50", "p95", "min"]);
     assert_eq!(fields("http_fetch"), ["first", "cold_p50", "cold_p95", "warm_p50", "warm_p95"]);
     assert_eq!(fields("chromium_tier2"), ["miss_p50", "miss_p95", "hit_p50", "hit_p95"]);
+}
+
+/// `docdex bench-web` measures the user's browser with the user's `[web.scraper]` settings,
+/// not the first Chromium on PATH with the defaults: a configured binary that never opens its
+/// DevTools socket fails the bench within the configured launch timeout, naming both.
+#[test]
+fn bench_web_starts_the_browser_the_users_scraper_settings_name() {
+    let env = Env::new();
+    let hung = env.dir.path().join("hung-chrome");
+    std::fs::write(&hung, "#!/bin/sh\nexec sleep 300\n").unwrap();
+    let mut perms = std::fs::metadata(&hung).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&hung, perms).unwrap();
+    env.write_config(&format!(
+        "[web.scraper]\nchrome_binary_path = \"{}\"\nlaunch_timeout_secs = 2\n",
+        hung.display()
+    ));
+    let t = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["bench-web", "--runs", "2"])
+        .env("DOCDEX_HOME", env.home())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run docdex");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("launching the browser"), "{stderr}");
+    assert!(stderr.contains(&format!("the browser {} did not open its DevTools socket within 2s", hung.display())), "{stderr}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(30), "took {:?}", t.elapsed());
 }
 
 /// A read on a root docdex refuses to index said "not indexed yet; run `docdex index --repo

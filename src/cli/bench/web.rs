@@ -3,11 +3,13 @@
 //! temporary `DOCDEX_HOME`: browser start time; cold and warm (cache hit) page fetches through
 //! headless Chromium and through plain HTTP; and the latency Tier 2 adds to a chat turn, on a
 //! cache hit and on a miss. Waits imposed by the rate limits are reported apart and left out of
-//! the fetch times.
+//! the fetch times. The browser is the one the user's `[web.scraper]` names, started with its
+//! settings (binary, kind, headless, timeouts): a bench of another browser would not say what
+//! the user gets, and a slow disk needs the user's longer `launch_timeout_secs` here too.
 
 use super::machine::{machine_info, today_utc};
 use crate::cli::output::Out;
-use crate::config::Config;
+use crate::config::{Config, ScraperConfig};
 use crate::engine::protocol::{WebFetchRequest, WebResearchRequest};
 use crate::engine::Engine;
 use anyhow::Context;
@@ -83,17 +85,18 @@ fn stats(v: &mut [f64]) -> (f64, f64, f64) {
     (at(0.5), at(0.95), v[0])
 }
 
-fn engine_at(home: &Path, ddg: &str, engine_kind: &str) -> anyhow::Result<Engine> {
+fn engine_at(home: &Path, ddg: &str, scraper: &ScraperConfig, engine_kind: &str) -> anyhow::Result<Engine> {
     let mut c = Config::default();
     c.web.ddg_base_url = format!("{ddg}/html/");
     c.web.allow_hosts = vec!["127.0.0.1".into(), "127.0.0.2".into()];
-    c.web.scraper.engine = engine_kind.into();
+    c.web.scraper = ScraperConfig { engine: engine_kind.into(), ..scraper.clone() };
     Ok(Engine::with_config(home, c, home.join("config.toml"), Vec::new())?)
 }
 
 /// Runs the measurements and prints them: for each scraper engine (Chromium, then plain
-/// HTTP) on a scratch home, browser start (Chromium only), page fetches and Tier 2.
-pub fn run(out: &Out, args: BenchWebArgs) -> anyhow::Result<()> {
+/// HTTP) on a scratch home, browser start (Chromium only), page fetches and Tier 2. `scraper`
+/// is the user's `[web.scraper]`: its browser and timeouts are the ones measured.
+pub fn run(out: &Out, args: BenchWebArgs, scraper: &ScraperConfig) -> anyhow::Result<()> {
     let runs = args.runs.max(2);
     let scratch: PathBuf = std::env::temp_dir().join(format!("docdex-bench-web-{}", std::process::id()));
     // Pages only on 127.0.0.2, so a research run's two pages are on two hosts (no per-domain wait).
@@ -101,7 +104,7 @@ pub fn run(out: &Out, args: BenchWebArgs) -> anyhow::Result<()> {
     let site = fixture("127.0.0.1", peer)?;
     let mut figures = Figures::default();
     for kind in ["chromium", "http"] {
-        let engine = engine_at(&scratch.join(kind), &site, kind)?;
+        let engine = engine_at(&scratch.join(kind), &site, scraper, kind)?;
         if kind == "chromium" {
             measure_browser_start(&engine, runs, &mut figures)?;
         }
