@@ -274,9 +274,13 @@ pub fn have_browser() -> bool {
     found
 }
 
-/// A config for the web tests: fixtures allowed, discovery at `ddg`, short page timeout.
+/// A config for the web tests: fixtures allowed, discovery at `ddg`, short page timeout. The
+/// browser gets 120 s to start unless `scraper_extra` sets its own limit: beside the rest of the
+/// suite on two cores a Chromium start once took over the default 20 s in CI, and a start taken
+/// for hung sends pages over plain HTTP, failing tests that are about the browser.
 pub fn web_config(ddg: &str, proxy: &str, web_extra: &str, scraper_extra: &str) -> String {
+    let launch = if scraper_extra.contains("launch_timeout_secs") { "" } else { "launch_timeout_secs = 120\n" };
     format!(
-        "[web]\nddg_base_url = \"{ddg}\"\nddg_proxy_base_url = \"{proxy}\"\nallow_hosts = [\"127.0.0.1\"]\nblocklist = [\"pinterest.com\"]\n{web_extra}\n[web.scraper]\npage_load_timeout_secs = 8\n{scraper_extra}\n"
+        "[web]\nddg_base_url = \"{ddg}\"\nddg_proxy_base_url = \"{proxy}\"\nallow_hosts = [\"127.0.0.1\"]\nblocklist = [\"pinterest.com\"]\n{web_extra}\n[web.scraper]\npage_load_timeout_secs = 8\n{launch}{scraper_extra}\n"
     )
 }
