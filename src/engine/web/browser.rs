@@ -455,14 +455,15 @@ impl Chromium {
             }
             if !self.alive() {
                 return Err(Error::Upstream(format!(
-                    "the browser {} exited during start-up: {}",
+                    "the browser {} exited during start-up; its last output: {}",
                     self.binary.display(),
                     self.log_tail()
                 )));
             }
             if started.elapsed() > timeout {
                 return Err(Error::Upstream(format!(
-                    "the browser {} did not open its DevTools socket within {}s ([web.scraper] launch_timeout_secs): {}",
+                    "the browser {} did not open its DevTools socket within {}s (from a cold disk or on a busy \
+                     machine a start can take longer: raise [web.scraper] launch_timeout_secs); its last output: {}",
                     self.binary.display(),
                     timeout.as_secs(),
                     self.log_tail()
