@@ -935,11 +935,7 @@ fn bench_web_prints_a_row_per_measurement_and_the_same_figures_as_json() {
 #[test]
 fn bench_web_starts_the_browser_the_users_scraper_settings_name() {
     let env = Env::new();
-    let hung = env.dir.path().join("hung-chrome");
-    std::fs::write(&hung, "#!/bin/sh\nexec sleep 300\n").unwrap();
-    let mut perms = std::fs::metadata(&hung).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&hung, perms).unwrap();
+    let hung = crate::web_support::hung_browser(env.dir.path());
     env.write_config(&format!(
         "[web.scraper]\nchrome_binary_path = \"{}\"\nlaunch_timeout_secs = 2\n",
         hung.display()

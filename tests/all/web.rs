@@ -797,11 +797,7 @@ fn a_trailing_dot_host_does_not_reach_this_machine() {
 fn a_browser_that_never_answers_falls_back_to_plain_http_soon() {
     let site = Fixture::start("127.0.0.1", |_, _, _| Reply::html(doc_page("Gadgets", GADGETS)));
     let env = Env::new();
-    let hung = env.dir.path().join("hung-chrome");
-    std::fs::write(&hung, "#!/bin/sh\nexec sleep 300\n").unwrap();
-    let mut perms = std::fs::metadata(&hung).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&hung, perms).unwrap();
+    let hung = hung_browser(env.dir.path());
     env.write_config(&web_config(
         &site.url("/html/"),
         "",

@@ -274,6 +274,16 @@ pub fn have_browser() -> bool {
     found
 }
 
+/// A "browser" in `dir` that starts and never opens its DevTools socket: a hung start.
+pub fn hung_browser(dir: &std::path::Path) -> std::path::PathBuf {
+    let hung = dir.join("hung-chrome");
+    std::fs::write(&hung, "#!/bin/sh\nexec sleep 300\n").unwrap();
+    let mut perms = std::fs::metadata(&hung).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&hung, perms).unwrap();
+    hung
+}
+
 /// A config for the web tests: fixtures allowed, discovery at `ddg`, short page timeout. The
 /// browser gets 120 s to start unless `scraper_extra` sets its own limit: beside the rest of the
 /// suite on two cores a Chromium start once took over the default 20 s in CI, and a start taken
