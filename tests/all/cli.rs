@@ -936,10 +936,7 @@ fn bench_web_prints_a_row_per_measurement_and_the_same_figures_as_json() {
 fn bench_web_starts_the_browser_the_users_scraper_settings_name() {
     let env = Env::new();
     let hung = crate::web_support::hung_browser(env.dir.path());
-    env.write_config(&format!(
-        "[web.scraper]\nchrome_binary_path = \"{}\"\nlaunch_timeout_secs = 2\n",
-        hung.display()
-    ));
+    env.write_config(&format!("[web.scraper]\nchrome_binary_path = \"{}\"\nlaunch_timeout_secs = 2\n", hung.display()));
     let t = std::time::Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_docdex"))
         .args(["bench-web", "--runs", "2"])
@@ -950,7 +947,10 @@ fn bench_web_starts_the_browser_the_users_scraper_settings_name() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("launching the browser"), "{stderr}");
-    assert!(stderr.contains(&format!("the browser {} did not open its DevTools socket within 2s", hung.display())), "{stderr}");
+    assert!(
+        stderr.contains(&format!("the browser {} did not open its DevTools socket within 2s", hung.display())),
+        "{stderr}"
+    );
     assert!(t.elapsed() < std::time::Duration::from_secs(30), "took {:?}", t.elapsed());
 }
 
