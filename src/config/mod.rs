@@ -206,6 +206,10 @@ pub struct SearchConfig {
     pub keyword_weight: f64,
     /// The RRF constant `k` in `weight / (k + rank)`.
     pub rrf_k: u32,
+    /// Rank with the repository's git history too: files that earlier commits with messages
+    /// like the query touched are lifted (docs/SEARCH.md, "History as a signal"). Off by
+    /// default: a query set built from the same history would read its own answers.
+    pub history: bool,
 }
 
 impl Default for SearchConfig {
@@ -226,6 +230,7 @@ impl Default for SearchConfig {
             semantic_weight: 0.75,
             keyword_weight: 0.25,
             rrf_k: 60,
+            history: false,
         }
     }
 }

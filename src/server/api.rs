@@ -70,6 +70,7 @@ impl From<SearchQuery> for SearchRequest {
             lang: q.lang,
             libs: q.libs,
             for_chat: false,
+            history_before: None,
         }
     }
 }

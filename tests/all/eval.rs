@@ -245,6 +245,7 @@ fn compare_scores_a_second_configuration_on_the_same_queries() {
         id: "bill".into(),
         query: "Print the customer billing address and the tax total on every bill".into(),
         gold: vec!["src/billing/invoice.py".into()],
+        before: None,
     }];
     let req = EvalRequest {
         source: QuerySource::Inline(queries.clone()),
@@ -536,6 +537,7 @@ fn a_bad_compare_setting_is_named_and_unknown_keys_in_a_compare_file_are_shown()
         id: "bill".into(),
         query: "render the invoice total with tax".into(),
         gold: vec!["src/billing.py".into()],
+        before: None,
     }];
     let with = |settings: &[&str]| EvalRequest {
         source: QuerySource::Inline(queries.clone()),
@@ -580,6 +582,7 @@ fn each_run_reports_its_queries_as_they_are_scored() {
         id: id.into(),
         query: "render the invoice total with tax".into(),
         gold: vec!["src/billing.py".into()],
+        before: None,
     };
     let req = EvalRequest {
         source: QuerySource::Inline(vec![query("a"), query("b"), query("c")]),
@@ -1116,4 +1119,87 @@ fn an_empty_since_is_refused_not_read_as_the_whole_history() {
     let json = env.run(&["eval", "--repo", repo, "--since=", "--json"]);
     assert_eq!(json.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&json.stdout).contains("bad_request"), "{json:?}");
+}
+
+/// A repository where the words of a description sit in one file (`src/form.py`, the upload form) while
+/// the change it describes was made in another (`src/transfer.py`), by a commit whose message
+/// says so: only the history can tell them apart.
+fn retry_repo(env: &Env) -> std::path::PathBuf {
+    let root = env.repo("retry");
+    git(&root, &["init", "-q", "-b", "main"]);
+    write(
+        &root,
+        "src/form.py",
+        "def upload_form():\n    \"\"\"The upload form, shown when the network is down.\"\"\"\n    return render('form')\n",
+    );
+    write(
+        &root,
+        "src/transfer.py",
+        "def send_chunks(conn, blob):\n    # stops when a write fails over the network\n    for part in blob:\n        conn.write(part)\n",
+    );
+    write(&root, "src/report.py", "def monthly_report(rows):\n    return sum(r.total for r in rows)\n");
+    commit_dated(&root, "Import the sources", "2024-01-01T00:00:00Z");
+    write(
+        &root,
+        "src/transfer.py",
+        "def send_chunks(conn, blob, tries=3):\n    # stops when a write fails over the network\n    for part in blob:\n        conn.write(part)\n",
+    );
+    commit_dated(&root, "Retry each upload when the network fails", "2024-02-01T00:00:00Z");
+    root
+}
+
+#[test]
+fn with_history_on_files_that_earlier_commits_like_the_query_touched_rank_higher() {
+    let env = Env::new();
+    let root = retry_repo(&env);
+    let query = "retry an upload after the network fails";
+    env.engine().index(&root, &docdex::engine::IndexOptions::default(), &quiet()).unwrap();
+    assert_eq!(crate::util::hit_paths(&env.engine(), &root, query)[0], "src/form.py");
+    env.write_config("[search]\nhistory = true\n");
+    let paths = crate::util::distinct(crate::util::hit_paths(&env.engine(), &root, query));
+    // Read once, then kept beside the index for the commit HEAD names.
+    let cache = env.engine().resolve_repo(&root).unwrap().state_dir.join("history.json");
+    let cached = std::fs::read_to_string(&cache);
+    assert!(cached.as_ref().is_ok_and(|c| c.contains("src/transfer.py")), "{cached:?}");
+    assert_eq!(paths[0], "src/transfer.py", "{paths:?}");
+
+    // A new commit moves HEAD: the history is read again, with it.
+    write(&root, "src/report.py", "def monthly_report(rows, upload):\n    return sum(r.total for r in rows)\n");
+    commit_dated(&root, "Retry uploads of the monthly report after network failures", "2024-03-01T00:00:00Z");
+    env.engine().index(&root, &docdex::engine::IndexOptions::default(), &quiet()).unwrap();
+    assert!(crate::util::hit_paths(&env.engine(), &root, query).contains(&"src/report.py".to_string()));
+    let cached: serde_json::Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+    let head = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(&root).output().unwrap();
+    assert_eq!(cached["head"], String::from_utf8_lossy(&head.stdout).trim());
+    assert_eq!(cached["commits"].as_array().map(Vec::len), Some(3), "{cached}");
+
+    // Outside a git work tree search ranks as without the setting.
+    let plain = env.repo("plain");
+    write(&plain, "src/a.py", "def retry_upload():\n    pass\n");
+    env.engine().index(&plain, &docdex::engine::IndexOptions::default(), &quiet()).unwrap();
+    assert_eq!(crate::util::hit_paths(&env.engine(), &plain, query)[0], "src/a.py");
+}
+
+#[test]
+fn a_query_built_from_a_commit_does_not_see_that_commit_in_the_history() {
+    let env = Env::new();
+    let root = retry_repo(&env);
+    let req = EvalRequest {
+        source: QuerySource::Git(GitSetOptions { n: 5, ..Default::default() }),
+        compare: Some(CompareWith::Overrides(vec!["search.history=true".into()])),
+        worst: 5,
+    };
+    let report = env.engine().eval(&root, &req, &quiet()).unwrap();
+    assert_eq!(report.queries.len(), 1, "{:?}", report.queries);
+    assert_eq!(report.queries[0].gold, ["src/transfer.py"]);
+    // The only commit that names the answer is the query's own: hidden, the history adds
+    // nothing, and both runs rank alike.
+    let (plain, with) = (&report.runs[0].outcomes[0], &report.runs[1].outcomes[0]);
+    assert_eq!(plain.ranking, with.ranking);
+    assert_ne!(with.ranking[0], "src/transfer.py");
+    // The same query searched with the whole history (as a user at HEAD would) reads its own
+    // commit: the split is what keeps the evaluation honest.
+    env.write_config("[search]\nhistory = true\n");
+    let paths = crate::util::distinct(crate::util::hit_paths(&env.engine(), &root, &report.queries[0].query));
+    assert_eq!(paths[0], "src/transfer.py", "{paths:?}");
 }

@@ -161,6 +161,8 @@ struct Commit {
     sha: String,
     /// Committer date, YYYY-MM-DD.
     date: String,
+    /// Committer time, Unix seconds.
+    time: Option<i64>,
     subject: String,
     body: String,
     /// (status letter, repo-relative path after the change).
@@ -236,7 +238,7 @@ pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSe
             continue;
         }
         let short = &commit.sha[..commit.sha.len().min(10)];
-        out.push(EvalQuery { id: format!("{name}-{short}"), query, gold });
+        out.push(EvalQuery { id: format!("{name}-{short}"), query, gold, before: commit.time });
     }
     stats.queries = out.len();
     Ok((out, stats))
@@ -251,7 +253,7 @@ fn log_args(opts: &GitSetOptions, scoped: bool) -> Vec<String> {
             // source outside an indexed subdirectory is seen as such, see [`within`].
             "--name-status",
             "--no-renames",
-            "--format=%x1e%H%x1f%cs%x1f%s%x1f%b%x1f",
+            "--format=%x1e%H%x1f%cs%x1f%ct%x1f%s%x1f%b%x1f",
         ],
     )
 }
@@ -359,9 +361,10 @@ fn git<S: AsRef<std::ffi::OsStr>>(root: &Path, args: &[S]) -> Result<String> {
 fn parse_log(text: &str) -> Vec<Commit> {
     text.split('\u{1e}')
         .filter_map(|rec| {
-            let mut fields = rec.splitn(5, '\u{1f}');
+            let mut fields = rec.splitn(6, '\u{1f}');
             let sha = fields.next()?.trim().to_string();
             let date = fields.next()?.trim().to_string();
+            let time = fields.next()?.trim().parse::<i64>().ok();
             let subject = fields.next()?.trim().to_string();
             let body = fields.next()?.trim().to_string();
             let rest = fields.next().unwrap_or("");
@@ -377,7 +380,7 @@ fn parse_log(text: &str) -> Vec<Commit> {
                     (!path.is_empty()).then(|| (status, path.to_string()))
                 })
                 .collect();
-            Some(Commit { sha, date, subject, body, files, moved: Vec::new() })
+            Some(Commit { sha, date, time, subject, body, files, moved: Vec::new() })
         })
         .collect()
 }
@@ -1217,6 +1220,7 @@ mod tests {
         let commit = |sha: &str, path: &str| Commit {
             sha: sha.into(),
             date: String::new(),
+            time: None,
             subject: String::new(),
             body: String::new(),
             files: vec![('M', path.into())],
@@ -1236,7 +1240,7 @@ mod tests {
 
     #[test]
     fn log_records_parse() {
-        let log = "\u{1e}abcdef1234567\u{1f}2024-05-06\u{1f}fix: a thing\u{1f}body line\u{1f}\n\nM\tsrc/a.rs\nA\tsrc/b.rs\n\u{1e}0123456789ab\u{1f}2023-01-02\u{1f}other\u{1f}\u{1f}\n\nD\told.py\n";
+        let log = "\u{1e}abcdef1234567\u{1f}2024-05-06\u{1f}1714953600\u{1f}fix: a thing\u{1f}body line\u{1f}\n\nM\tsrc/a.rs\nA\tsrc/b.rs\n\u{1e}0123456789ab\u{1f}2023-01-02\u{1f}1672617600\u{1f}other\u{1f}\u{1f}\n\nD\told.py\n";
         let c = parse_log(log);
         assert_eq!(c.len(), 2);
         assert_eq!(
@@ -1245,6 +1249,7 @@ mod tests {
         );
         assert_eq!(c[0].files, [('M', "src/a.rs".to_string()), ('A', "src/b.rs".to_string())]);
         assert_eq!(c[0].body, "body line");
+        assert_eq!((c[0].time, c[1].time), (Some(1_714_953_600), Some(1_672_617_600)));
         assert_eq!(c[1].files, [('D', "old.py".to_string())]);
     }
 }

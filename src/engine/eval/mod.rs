@@ -305,8 +305,15 @@ fn run(engine: &Engine, ctx: &RunContext, label: &str) -> Result<EvalRun> {
             ..Default::default()
         });
         let t = Instant::now();
-        let resp = engine
-            .search(root, &SearchRequest { query: q.query.clone(), limit: Some(EVAL_HITS), ..Default::default() })?;
+        let resp = engine.search(
+            root,
+            &SearchRequest {
+                query: q.query.clone(),
+                limit: Some(EVAL_HITS),
+                history_before: q.before,
+                ..Default::default()
+            },
+        )?;
         times.push(t.elapsed().as_secs_f64() * 1000.0);
         if mode.is_empty() {
             mode = resp.retrieval.mode.clone();
@@ -374,6 +381,11 @@ pub struct EvalQuery {
     pub query: String,
     /// Repo-relative paths of the files the change touched (the answer).
     pub gold: Vec<String>,
+    /// For a query built from a commit, its committer time (Unix seconds): with `[search]
+    /// history`, search sees only the commits made before it, not the answer's own.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub before: Option<i64>,
 }
 
 /// A file the user named: one that is not there is bad input (exit 2), not a disk failure.
@@ -635,7 +647,12 @@ mod tests {
     use super::*;
 
     fn q(gold: &[&str]) -> EvalQuery {
-        EvalQuery { id: "q".into(), query: "x".into(), gold: gold.iter().map(|g| g.to_string()).collect() }
+        EvalQuery {
+            id: "q".into(),
+            query: "x".into(),
+            gold: gold.iter().map(|g| g.to_string()).collect(),
+            before: None,
+        }
     }
 
     #[test]

@@ -90,6 +90,8 @@ pub struct FileSignals<'a> {
     pub max_chunks_per_file: usize,
     /// Whole-file BM25 of the query ([`super::file_bm25`]), when computed.
     pub whole_files: Option<(&'a FileTable, &'a FileScores)>,
+    /// Each file's share of the history signal ([`super::history`]), when `[search] history`.
+    pub history: Option<&'a FileIdMap<f32>>,
 }
 
 /// A file's score from its chunks' scores (best first), its coverage and its importers.
@@ -139,6 +141,13 @@ pub fn rank(pool: Vec<PooledChunk>, signals: &FileSignals) -> Vec<RankedChunk> {
         .collect();
     if let Some((table, whole)) = signals.whole_files {
         add_whole_file_scores(&mut scored, &pool, table, whole);
+    }
+    if let Some(shares) = signals.history {
+        for s in scored.iter_mut() {
+            if let Some(share) = shares.get(&s.2) {
+                s.0 *= 1.0 + super::history::HISTORY_WEIGHT * share;
+            }
+        }
     }
     // Files holding a definition the whole query names go above every other file.
     let lift = scored.iter().map(|s| s.0).fold(0.0, f32::max);

@@ -281,7 +281,7 @@ impl RepoSearcher {
         }
         let (pool, total) = self
             .loading_tables(searcher, &repo.state_dir, || self.bm25_pool(searcher, plan, req, flags, priors, boosts))?;
-        let ranked = self.rank_files(searcher, plan, pool, cfg, repo, priors);
+        let ranked = self.rank_files(searcher, (plan, priors), pool, cfg, repo, req.history_before);
         let whole_query: HashSet<u64> = ranked.iter().filter(|c| c.whole_query).map(|c| c.file).collect();
         let keyword = ranked
             .into_iter()

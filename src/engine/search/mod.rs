@@ -9,6 +9,7 @@ pub(crate) mod collect;
 pub mod file_bm25;
 pub mod file_rank;
 pub mod filter_note;
+pub mod history;
 pub mod hybrid;
 pub mod import_prior;
 pub mod query;
@@ -28,6 +29,7 @@ use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
 use file_bm25::{FileScores, FileTable};
 use file_rank::{FileSignals, PooledChunk, RankedChunk};
+use history::CommitHistory;
 use import_prior::ImportPrior;
 use query::QueryPlan;
 use std::collections::HashSet;
@@ -44,6 +46,8 @@ use types::{ContextLine, RetrievalInfo, SearchHit, SearchRequest, SearchResponse
 
 /// Chunks considered for ranking; pages beyond this many hits are not served.
 pub const CANDIDATE_POOL: usize = 1000;
+/// How long a searcher trusts the commit history it read before looking at `HEAD` again.
+const HISTORY_RECHECK: std::time::Duration = std::time::Duration::from_secs(2);
 /// Weight of a path match relative to a body match.
 const PATH_BOOST: f32 = 1.0;
 /// Queries up to this many terms get the all-words-in-the-path clause.
@@ -72,6 +76,9 @@ pub struct RepoSearcher {
     imports: Mutex<Option<CachedImports>>,
     /// Which file each document is ([`file_bm25`]), for the searcher's segments.
     files: Mutex<Option<Arc<FileTable>>>,
+    /// The commit history as last read ([`history`], `[search] history`), and when `HEAD` was
+    /// last looked at.
+    history: Mutex<Option<(Instant, Option<Arc<CommitHistory>>)>>,
 }
 
 impl RepoSearcher {
@@ -105,6 +112,7 @@ impl RepoSearcher {
             symbols: Mutex::new(None),
             imports: Mutex::new(None),
             files: Mutex::new(None),
+            history: Mutex::new(None),
         })
     }
 
@@ -198,6 +206,20 @@ impl RepoSearcher {
         table
     }
 
+    /// The repository's commit history ([`history`]): read again when `HEAD` moved, which is
+    /// looked at (one `git rev-parse`) at most every [`HISTORY_RECHECK`].
+    fn commit_history(&self, repo: &RepoRef) -> Option<Arc<CommitHistory>> {
+        let Ok(mut cache) = self.history.lock() else { return None };
+        if let Some((checked, h)) = cache.as_ref() {
+            if checked.elapsed() < HISTORY_RECHECK {
+                return h.clone();
+            }
+        }
+        let h = CommitHistory::load(&repo.root, &repo.state_dir).map(Arc::new);
+        *cache = Some((Instant::now(), h.clone()));
+        h
+    }
+
     /// Runs a search.
     pub fn search(
         &self,
@@ -246,7 +268,7 @@ impl RepoSearcher {
         let t_search = t0.elapsed();
         cancel.check()?;
 
-        let mut ranked = self.rank_files(&searcher, &plan, pool, cfg, repo, &priors);
+        let mut ranked = self.rank_files(&searcher, (&plan, &priors), pool, cfg, repo, req.history_before);
         if let Some(name) = named_file(&req.query) {
             self.named_file_first(&searcher, &mut ranked, &name);
         }
@@ -302,13 +324,18 @@ impl RepoSearcher {
     fn rank_files(
         &self,
         searcher: &Searcher,
-        plan: &QueryPlan,
+        (plan, priors): (&QueryPlan, &Priors),
         pool: Vec<PooledChunk>,
         cfg: &SearchConfig,
         repo: &RepoRef,
-        priors: &Priors,
+        history_before: Option<i64>,
     ) -> Vec<RankedChunk> {
         let imports = self.import_prior(&repo.state_dir);
+        let history = cfg
+            .history
+            .then(|| self.commit_history(repo))
+            .flatten()
+            .map(|h| h.file_shares(&plan.terms, history_before));
         let table = self.file_table(searcher);
         // Joined words count as the chunk query counts them.
         let mut whole_terms = plan.terms.clone();
@@ -325,6 +352,7 @@ impl RepoSearcher {
             imports: &imports,
             max_chunks_per_file: cfg.max_chunks_per_file.max(1) as usize,
             whole_files: table.as_deref().zip(whole.as_ref()),
+            history: history.as_ref(),
         };
         file_rank::rank(pool, &signals)
     }

@@ -45,6 +45,12 @@ pub struct SearchRequest {
     #[serde(skip)]
     #[schemars(skip)]
     pub for_chat: bool,
+    /// With `[search] history`, only commits made before this time (Unix seconds) lend their
+    /// files a score. Set by `docdex eval` for a query built from a commit, which must not
+    /// see that commit; not part of any transport's contract.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub history_before: Option<i64>,
 }
 
 /// A highlighted term inside a snippet: line number and byte range within that line of the

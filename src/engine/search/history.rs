@@ -1,0 +1,290 @@
+//! Past commits as a ranking signal (opt-in: `[search] history = true`). A description of a
+//! change resembles the messages of earlier changes to the same files, so the commits whose
+//! messages best match the query lend their files a boost (the "similar past reports" signal
+//! of bug localization). Measured in docs/SEARCH.md ("History as a signal").
+//!
+//! Read with `git log` (the newest [`MAX_COMMITS`] non-merge commits, paths relative to the
+//! repository root) and kept in the repo's state directory as `history.json`, keyed by the
+//! commit `HEAD` names, so a one-shot search reads a file instead of running `git log`.
+
+use super::file_bm25::FileIdMap;
+use crate::engine::index::files::{self, FileClass};
+use crate::engine::{analysis, fsutil};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// File name in the repo's state directory.
+pub const FILE_NAME: &str = "history.json";
+/// Commits read, newest first.
+pub const MAX_COMMITS: usize = 6000;
+/// Commits touching more files than this (sweeping renames, formatting runs) say nothing about
+/// any one file and are left out.
+const MAX_FILES_PER_COMMIT: usize = 50;
+/// The best-matching commits that lend their files a score.
+const TOP_COMMITS: usize = 30;
+/// A file's ranking score is multiplied by `1 + HISTORY_WEIGHT × its share` (0..1, the best
+/// file's is 1).
+pub const HISTORY_WEIGHT: f32 = 1.0;
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+/// Format version of `history.json`.
+const VERSION: u32 = 1;
+
+/// One past commit: when, the analyzed words of its message, and the files it touched.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct PastCommit {
+    /// Committer time, Unix seconds.
+    time: i64,
+    /// Analyzed message terms with their counts.
+    terms: Vec<(String, u32)>,
+    /// Repo-relative paths.
+    files: Vec<String>,
+}
+
+/// The commits read for one `HEAD`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CommitHistory {
+    version: u32,
+    /// The commit `HEAD` named when this was read.
+    pub head: String,
+    commits: Vec<PastCommit>,
+}
+
+impl CommitHistory {
+    /// The history of the git work tree at `root`, from the cache in `state_dir` when it was
+    /// read for the same `HEAD`; `None` when `root` is not in a git work tree with commits (or
+    /// git is missing): search then ranks without it.
+    pub fn load(root: &Path, state_dir: &Path) -> Option<CommitHistory> {
+        let head = head(root)?;
+        let path = path(state_dir);
+        if let Some(cached) = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice::<CommitHistory>(&b).ok()) {
+            if cached.version == VERSION && cached.head == head {
+                return Some(cached);
+            }
+        }
+        let history = match read(root, head) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::warn!(root = %root.display(), error = %e, "commit history not read; ranking without it");
+                return None;
+            }
+        };
+        if let Ok(bytes) = serde_json::to_vec(&history) {
+            if let Err(e) = fsutil::write_atomic(&path, &bytes) {
+                tracing::debug!(path = %path.display(), error = %e, "commit history cache not written");
+            }
+        }
+        Some(history)
+    }
+
+    /// Each file's share of the history signal for a query's weighted terms (the best file 1),
+    /// by file id (the xxh3 of its path). Only commits made before `before` (Unix seconds)
+    /// count, when given: an evaluation built from history must not see the very commit a
+    /// query describes, nor later ones.
+    pub fn file_shares(&self, terms: &[(String, f32)], before: Option<i64>) -> FileIdMap<f32> {
+        let visible: Vec<&PastCommit> = self.commits.iter().filter(|c| before.is_none_or(|t| c.time < t)).collect();
+        let mut out = FileIdMap::default();
+        if visible.is_empty() || terms.is_empty() {
+            return out;
+        }
+        let n = visible.len() as f32;
+        let lens: Vec<f32> = visible.iter().map(|c| c.terms.iter().map(|t| t.1 as f32).sum()).collect();
+        let avg = (lens.iter().sum::<f32>() / n).max(1.0);
+        let mut df: HashMap<&str, f32> = HashMap::new();
+        for c in &visible {
+            for (t, _) in &c.terms {
+                if terms.iter().any(|(q, _)| q == t) {
+                    *df.entry(t.as_str()).or_default() += 1.0;
+                }
+            }
+        }
+        let mut scored: Vec<(f32, usize)> = visible
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let s: f32 = c
+                    .terms
+                    .iter()
+                    .filter_map(|(t, tf)| {
+                        let w = terms.iter().find(|(q, _)| q == t)?.1;
+                        let d = df.get(t.as_str()).copied().unwrap_or(1.0);
+                        let idf = (1.0 + (n - d + 0.5) / (d + 0.5)).ln();
+                        let tf = *tf as f32;
+                        Some(w * idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * lens[i] / avg)))
+                    })
+                    .sum();
+                (s > 0.0).then_some((s, i))
+            })
+            .collect();
+        // Newest first among equals: `visible` is in git's order.
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (s, i) in scored.into_iter().take(TOP_COMMITS) {
+            let files = &visible[i].files;
+            let share = s / (files.len() as f32).sqrt();
+            for f in files {
+                *out.entry(xxhash_rust::xxh3::xxh3_64(f.as_bytes())).or_default() += share;
+            }
+        }
+        let best = out.values().copied().fold(0.0, f32::max);
+        if best > 0.0 {
+            out.values_mut().for_each(|v| *v /= best);
+        }
+        out
+    }
+
+    /// Commits read.
+    pub fn len(&self) -> usize {
+        self.commits.len()
+    }
+
+    /// No commits.
+    pub fn is_empty(&self) -> bool {
+        self.commits.is_empty()
+    }
+}
+
+/// Where a repo's cache lives.
+pub fn path(state_dir: &Path) -> PathBuf {
+    state_dir.join(FILE_NAME)
+}
+
+/// The commit `HEAD` names, or `None` outside a git work tree, before the first commit, or
+/// without git.
+fn head(root: &Path) -> Option<String> {
+    let out = git(root).args(["rev-parse", "--verify", "--quiet", "HEAD"]).output().ok()?;
+    let sha = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !sha.is_empty()).then_some(sha)
+}
+
+fn git(root: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    // Paths as bytes (no octal quoting of non-ASCII names), whatever the user's settings.
+    cmd.arg("-C").arg(root).args(["-c", "core.quotepath=off"]);
+    cmd.stdin(std::process::Stdio::null());
+    cmd
+}
+
+/// Runs `git log` over the commits under `root` (paths relative to it; files elsewhere in a
+/// larger work tree are not named).
+fn read(root: &Path, head: String) -> Result<CommitHistory> {
+    let out = git(root)
+        .args([
+            "log",
+            "--no-merges",
+            "--no-color",
+            "--no-show-signature",
+            "--encoding=UTF-8",
+            "--no-renames",
+            "--relative",
+            "--name-only",
+            "--format=%x1e%ct%x1f%s%n%b%x1f",
+        ])
+        .arg(format!("--max-count={MAX_COMMITS}"))
+        .arg(&head)
+        .args(["--", "."])
+        .output()
+        .map_err(|e| Error::Internal(format!("git log in {}: {e}", root.display())))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(Error::Internal(format!("git log in {}: {}", root.display(), err.trim())));
+    }
+    Ok(CommitHistory { version: VERSION, head, commits: parse(&String::from_utf8_lossy(&out.stdout)) })
+}
+
+/// Whether the path is source code by the index's own classes (by path; markers inside a
+/// file, such as `@generated`, are not read).
+fn is_source(rel: &str) -> bool {
+    files::classify(rel, files::language(Path::new(rel))) == FileClass::Source
+}
+
+/// Parses [`read`]'s `git log` output.
+fn parse(text: &str) -> Vec<PastCommit> {
+    text.split('\u{1e}')
+        .filter_map(|rec| {
+            let mut fields = rec.splitn(3, '\u{1f}');
+            let time = fields.next()?.trim().parse::<i64>().ok()?;
+            let message = fields.next()?;
+            let touched: Vec<&str> =
+                fields.next().unwrap_or("").lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+            if touched.len() > MAX_FILES_PER_COMMIT {
+                return None;
+            }
+            // Source files only: a change's test, guide and changelog entry share its words, and
+            // class priors keep them below the source they describe; lifting them would undo that.
+            let files: Vec<String> = touched.into_iter().filter(|f| is_source(f)).map(String::from).collect();
+            if files.is_empty() {
+                return None;
+            }
+            let mut counts: HashMap<String, u32> = HashMap::new();
+            for t in analysis::terms(message) {
+                *counts.entry(t).or_default() += 1;
+            }
+            let mut terms: Vec<(String, u32)> = counts.into_iter().collect();
+            terms.sort();
+            (!terms.is_empty()).then_some(PastCommit { time, terms, files })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commit(time: i64, message: &str, files: &[&str]) -> PastCommit {
+        let mut terms: Vec<(String, u32)> = Vec::new();
+        for t in analysis::terms(message) {
+            match terms.iter_mut().find(|(x, _)| *x == t) {
+                Some(e) => e.1 += 1,
+                None => terms.push((t, 1)),
+            }
+        }
+        PastCommit { time, terms, files: files.iter().map(|f| f.to_string()).collect() }
+    }
+
+    fn plan(q: &str) -> Vec<(String, f32)> {
+        analysis::query_terms(q).into_iter().map(|t| (t, 1.0)).collect()
+    }
+
+    fn id(p: &str) -> u64 {
+        xxhash_rust::xxh3::xxh3_64(p.as_bytes())
+    }
+
+    #[test]
+    fn files_of_commits_whose_messages_match_get_the_largest_share() {
+        let h = CommitHistory {
+            version: VERSION,
+            head: "x".into(),
+            commits: vec![
+                commit(30, "Retry uploads with exponential backoff", &["src/upload.py"]),
+                commit(20, "Render tables with wider borders", &["src/table.py", "src/style.py"]),
+                commit(10, "Uploads: give up after the retry budget is spent", &["src/upload.py", "src/budget.py"]),
+            ],
+        };
+        let shares = h.file_shares(&plan("retry a failed upload"), None);
+        assert_eq!(shares.get(&id("src/upload.py")), Some(&1.0));
+        assert!(shares.get(&id("src/budget.py")).is_some_and(|s| *s < 1.0));
+        assert!(!shares.contains_key(&id("src/table.py")));
+        // Only commits before the given time count: the newest is gone, the oldest remains.
+        let before = h.file_shares(&plan("retry uploads backoff"), Some(20));
+        assert_eq!(before.get(&id("src/upload.py")), Some(&1.0));
+        assert!(before.contains_key(&id("src/budget.py")));
+        assert!(h.file_shares(&plan("retry uploads backoff"), Some(10)).is_empty());
+    }
+
+    #[test]
+    fn parses_git_log_records_keeping_source_files_and_leaves_out_sweeping_commits() {
+        let many: String = (0..=MAX_FILES_PER_COMMIT).map(|i| format!("f{i}.rs\n")).collect();
+        let text = format!(
+            "\u{1e}1700000000\u{1f}Fix the parser\n\nbody words\n\u{1f}\n\nsrc/parse.rs\ntests/parse_test.rs\nCHANGELOG.md\nsrc/lex.rs\n\
+             \u{1e}1690000000\u{1f}Reformat everything\n\u{1f}\n\n{many}\u{1e}1680000000\u{1f}Describe the flags\n\u{1f}\n\ndocs/flags.md\n\u{1e}garbage\u{1f}x\u{1f}a.rs\n"
+        );
+        let commits = parse(&text);
+        assert_eq!(commits.len(), 1);
+        assert_eq!(commits[0].time, 1_700_000_000);
+        assert_eq!(commits[0].files, vec!["src/parse.rs", "src/lex.rs"]);
+        assert!(commits[0].terms.iter().any(|(t, _)| t == "bodi" || t == "body"));
+    }
+}
