@@ -4,6 +4,7 @@
 use crate::util::{quiet, write, Env};
 use docdex::engine::eval::gitset::GitSetOptions;
 use docdex::engine::eval::{CompareWith, EvalQuery, EvalRequest, QuerySource};
+use docdex::engine::search::history::CommitHistory;
 use std::path::Path;
 use std::process::Command;
 
@@ -1158,9 +1159,9 @@ fn with_history_on_files_that_earlier_commits_like_the_query_touched_rank_higher
     env.write_config("[search]\nhistory = true\n");
     let paths = crate::util::distinct(crate::util::hit_paths(&env.engine(), &root, query));
     // Read once, then kept beside the index for the commit HEAD names.
-    let cache = env.engine().resolve_repo(&root).unwrap().state_dir.join("history.json");
-    let cached = std::fs::read_to_string(&cache);
-    assert!(cached.as_ref().is_ok_and(|c| c.contains("src/transfer.py")), "{cached:?}");
+    let state_dir = env.engine().resolve_repo(&root).unwrap().state_dir;
+    let cached = CommitHistory::cached(&state_dir).expect("history cached");
+    assert!(cached.files().contains(&"src/transfer.py".to_string()), "{cached:?}");
     assert_eq!(paths[0], "src/transfer.py", "{paths:?}");
 
     // A new commit moves HEAD: the history is read again, with it.
@@ -1168,10 +1169,10 @@ fn with_history_on_files_that_earlier_commits_like_the_query_touched_rank_higher
     commit_dated(&root, "Retry uploads of the monthly report after network failures", "2024-03-01T00:00:00Z");
     env.engine().index(&root, &docdex::engine::IndexOptions::default(), &quiet()).unwrap();
     assert!(crate::util::hit_paths(&env.engine(), &root, query).contains(&"src/report.py".to_string()));
-    let cached: serde_json::Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+    let cached = CommitHistory::cached(&state_dir).expect("history cached");
     let head = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(&root).output().unwrap();
-    assert_eq!(cached["head"], String::from_utf8_lossy(&head.stdout).trim());
-    assert_eq!(cached["commits"].as_array().map(Vec::len), Some(3), "{cached}");
+    assert_eq!(cached.head, String::from_utf8_lossy(&head.stdout).trim());
+    assert_eq!(cached.len(), 3, "{cached:?}");
 
     // Outside a git work tree search ranks as without the setting.
     let plain = env.repo("plain");

@@ -4,20 +4,22 @@
 //! of bug localization). Measured in docs/SEARCH.md ("History as a signal").
 //!
 //! Read with `git log` (the newest [`MAX_COMMITS`] non-merge commits, paths relative to the
-//! repository root) and kept in the repo's state directory as `history.json`, keyed by the
-//! commit `HEAD` names, so a one-shot search reads a file instead of running `git log`.
+//! repository root) and kept in the repo's state directory as `history.bin` (bincode, words and
+//! paths stored once and referred to by number), keyed by the commit `HEAD` names, so a one-shot
+//! search reads a file instead of running `git log`.
 
 use super::file_bm25::FileIdMap;
 use crate::engine::index::files::{self, FileClass};
 use crate::engine::{analysis, fsutil};
 use crate::error::{Error, Result};
+use bincode::Options;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// File name in the repo's state directory.
-pub const FILE_NAME: &str = "history.json";
+pub const FILE_NAME: &str = "history.bin";
 /// Commits read, newest first.
 pub const MAX_COMMITS: usize = 6000;
 /// Commits touching more files than this (sweeping renames, formatting runs) say nothing about
@@ -30,18 +32,20 @@ const TOP_COMMITS: usize = 30;
 pub const HISTORY_WEIGHT: f32 = 1.0;
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
-/// Format version of `history.json`.
+/// The cache is at most this large (6,000 commits take a few megabytes).
+const MAX_CACHE_BYTES: u64 = 256 * 1024 * 1024;
+/// Format version of the cache.
 const VERSION: u32 = 1;
 
-/// One past commit: when, the analyzed words of its message, and the files it touched.
+/// One past commit: when, the words of its message, and the files it touched.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 struct PastCommit {
     /// Committer time, Unix seconds.
     time: i64,
-    /// Analyzed message terms with their counts.
-    terms: Vec<(String, u32)>,
-    /// Repo-relative paths.
-    files: Vec<String>,
+    /// Message terms (indexes into [`CommitHistory::words`]) with their counts.
+    terms: Vec<(u32, u32)>,
+    /// Indexes into [`CommitHistory::paths`].
+    files: Vec<u32>,
 }
 
 /// The commits read for one `HEAD`.
@@ -50,6 +54,10 @@ pub struct CommitHistory {
     version: u32,
     /// The commit `HEAD` named when this was read.
     pub head: String,
+    /// Analyzed message words, sorted.
+    words: Vec<String>,
+    /// Repo-relative paths.
+    paths: Vec<String>,
     commits: Vec<PastCommit>,
 }
 
@@ -59,12 +67,10 @@ impl CommitHistory {
     /// git is missing): search then ranks without it.
     pub fn load(root: &Path, state_dir: &Path) -> Option<CommitHistory> {
         let head = head(root)?;
-        let path = path(state_dir);
-        if let Some(cached) = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice::<CommitHistory>(&b).ok()) {
-            if cached.version == VERSION && cached.head == head {
-                return Some(cached);
-            }
+        if let Some(cached) = Self::cached(state_dir).filter(|c| c.head == head) {
+            return Some(cached);
         }
+        let path = path(state_dir);
         let history = match read(root, head) {
             Ok(h) => h,
             Err(e) => {
@@ -72,12 +78,28 @@ impl CommitHistory {
                 return None;
             }
         };
-        if let Ok(bytes) = serde_json::to_vec(&history) {
+        if let Ok(bytes) = codec().serialize(&history) {
             if let Err(e) = fsutil::write_atomic(&path, &bytes) {
                 tracing::debug!(path = %path.display(), error = %e, "commit history cache not written");
             }
         }
         Some(history)
+    }
+
+    /// The history last cached in `state_dir`, whichever `HEAD` it was read for; `None` when
+    /// there is none, or it is damaged, oversized or of another format version.
+    pub fn cached(state_dir: &Path) -> Option<CommitHistory> {
+        let path = path(state_dir);
+        if std::fs::metadata(&path).ok()?.len() > MAX_CACHE_BYTES {
+            return None;
+        }
+        let bytes = std::fs::read(&path).ok()?;
+        codec().deserialize::<CommitHistory>(&bytes).ok().filter(|h| h.version == VERSION)
+    }
+
+    /// The repo-relative paths of the source files the commits touched.
+    pub fn files(&self) -> &[String] {
+        &self.paths
     }
 
     /// Each file's share of the history signal for a query's weighted terms (the best file 1),
@@ -90,15 +112,17 @@ impl CommitHistory {
         if visible.is_empty() || terms.is_empty() {
             return out;
         }
+        // The query's words by their number here; words no commit holds drop out.
+        let query: Vec<(u32, f32)> =
+            terms.iter().filter_map(|(t, w)| Some((self.words.binary_search(t).ok()? as u32, *w))).collect();
+        let weight = |id: u32| query.iter().find(|(q, _)| *q == id).map(|(_, w)| *w);
         let n = visible.len() as f32;
         let lens: Vec<f32> = visible.iter().map(|c| c.terms.iter().map(|t| t.1 as f32).sum()).collect();
         let avg = (lens.iter().sum::<f32>() / n).max(1.0);
-        let mut df: HashMap<&str, f32> = HashMap::new();
+        let mut df: HashMap<u32, f32> = HashMap::new();
         for c in &visible {
-            for (t, _) in &c.terms {
-                if terms.iter().any(|(q, _)| q == t) {
-                    *df.entry(t.as_str()).or_default() += 1.0;
-                }
+            for (t, _) in c.terms.iter().filter(|(t, _)| weight(*t).is_some()) {
+                *df.entry(*t).or_default() += 1.0;
             }
         }
         let mut scored: Vec<(f32, usize)> = visible
@@ -109,8 +133,8 @@ impl CommitHistory {
                     .terms
                     .iter()
                     .filter_map(|(t, tf)| {
-                        let w = terms.iter().find(|(q, _)| q == t)?.1;
-                        let d = df.get(t.as_str()).copied().unwrap_or(1.0);
+                        let w = weight(*t)?;
+                        let d = df.get(t).copied().unwrap_or(1.0);
                         let idf = (1.0 + (n - d + 0.5) / (d + 0.5)).ln();
                         let tf = *tf as f32;
                         Some(w * idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * lens[i] / avg)))
@@ -124,7 +148,7 @@ impl CommitHistory {
         for (s, i) in scored.into_iter().take(TOP_COMMITS) {
             let files = &visible[i].files;
             let share = s / (files.len() as f32).sqrt();
-            for f in files {
+            for f in files.iter().filter_map(|&f| self.paths.get(f as usize)) {
                 *out.entry(xxhash_rust::xxh3::xxh3_64(f.as_bytes())).or_default() += share;
             }
         }
@@ -144,6 +168,11 @@ impl CommitHistory {
     pub fn is_empty(&self) -> bool {
         self.commits.is_empty()
     }
+}
+
+/// The cache's encoding, bounded: a damaged length in the file cannot ask for more memory.
+fn codec() -> impl bincode::Options {
+    bincode::DefaultOptions::new().with_limit(MAX_CACHE_BYTES)
 }
 
 /// Where a repo's cache lives.
@@ -191,7 +220,7 @@ fn read(root: &Path, head: String) -> Result<CommitHistory> {
         let err = String::from_utf8_lossy(&out.stderr);
         return Err(Error::Internal(format!("git log in {}: {}", root.display(), err.trim())));
     }
-    Ok(CommitHistory { version: VERSION, head, commits: parse(&String::from_utf8_lossy(&out.stdout)) })
+    Ok(CommitHistory::of(head, parse(&String::from_utf8_lossy(&out.stdout))))
 }
 
 /// Whether the path is source code by the index's own classes (by path; markers inside a
@@ -200,8 +229,39 @@ fn is_source(rel: &str) -> bool {
     files::classify(rel, files::language(Path::new(rel))) == FileClass::Source
 }
 
+/// A commit as `git log` gave it: its time, message words with counts, and source files.
+type RawCommit = (i64, Vec<(String, u32)>, Vec<String>);
+
+impl CommitHistory {
+    /// Stores each word and path once.
+    fn of(head: String, raw: Vec<RawCommit>) -> CommitHistory {
+        let mut words: Vec<String> = raw.iter().flat_map(|c| c.1.iter().map(|t| t.0.clone())).collect();
+        words.sort_unstable();
+        words.dedup();
+        let mut paths: Vec<String> = Vec::new();
+        let mut path_ids: HashMap<String, u32> = HashMap::new();
+        let commits = raw
+            .into_iter()
+            .map(|(time, terms, files)| PastCommit {
+                time,
+                terms: terms.into_iter().filter_map(|(t, n)| Some((words.binary_search(&t).ok()? as u32, n))).collect(),
+                files: files
+                    .into_iter()
+                    .map(|f| {
+                        *path_ids.entry(f.clone()).or_insert_with(|| {
+                            paths.push(f);
+                            (paths.len() - 1) as u32
+                        })
+                    })
+                    .collect(),
+            })
+            .collect();
+        CommitHistory { version: VERSION, head, words, paths, commits }
+    }
+}
+
 /// Parses [`read`]'s `git log` output.
-fn parse(text: &str) -> Vec<PastCommit> {
+fn parse(text: &str) -> Vec<RawCommit> {
     text.split('\u{1e}')
         .filter_map(|rec| {
             let mut fields = rec.splitn(3, '\u{1f}');
@@ -224,7 +284,7 @@ fn parse(text: &str) -> Vec<PastCommit> {
             }
             let mut terms: Vec<(String, u32)> = counts.into_iter().collect();
             terms.sort();
-            (!terms.is_empty()).then_some(PastCommit { time, terms, files })
+            (!terms.is_empty()).then_some((time, terms, files))
         })
         .collect()
 }
@@ -233,7 +293,7 @@ fn parse(text: &str) -> Vec<PastCommit> {
 mod tests {
     use super::*;
 
-    fn commit(time: i64, message: &str, files: &[&str]) -> PastCommit {
+    fn commit(time: i64, message: &str, files: &[&str]) -> RawCommit {
         let mut terms: Vec<(String, u32)> = Vec::new();
         for t in analysis::terms(message) {
             match terms.iter_mut().find(|(x, _)| *x == t) {
@@ -241,7 +301,7 @@ mod tests {
                 None => terms.push((t, 1)),
             }
         }
-        PastCommit { time, terms, files: files.iter().map(|f| f.to_string()).collect() }
+        (time, terms, files.iter().map(|f| f.to_string()).collect())
     }
 
     fn plan(q: &str) -> Vec<(String, f32)> {
@@ -254,15 +314,21 @@ mod tests {
 
     #[test]
     fn files_of_commits_whose_messages_match_get_the_largest_share() {
-        let h = CommitHistory {
-            version: VERSION,
-            head: "x".into(),
-            commits: vec![
+        let h = CommitHistory::of(
+            "x".into(),
+            vec![
                 commit(30, "Retry uploads with exponential backoff", &["src/upload.py"]),
                 commit(20, "Render tables with wider borders", &["src/table.py", "src/style.py"]),
                 commit(10, "Uploads: give up after the retry budget is spent", &["src/upload.py", "src/budget.py"]),
             ],
-        };
+        );
+        // Stored and read back whole.
+        assert_eq!(codec().deserialize::<CommitHistory>(&codec().serialize(&h).unwrap()).unwrap(), h);
+        // A damaged cache is refused, not misread.
+        let mut bytes = codec().serialize(&h).unwrap();
+        bytes.truncate(8);
+        bytes.extend_from_slice(&[0xfc, 0xff, 0xff, 0xff, 0xff]);
+        assert!(codec().deserialize::<CommitHistory>(&bytes).is_err());
         let shares = h.file_shares(&plan("retry a failed upload"), None);
         assert_eq!(shares.get(&id("src/upload.py")), Some(&1.0));
         assert!(shares.get(&id("src/budget.py")).is_some_and(|s| *s < 1.0));
@@ -283,8 +349,8 @@ mod tests {
         );
         let commits = parse(&text);
         assert_eq!(commits.len(), 1);
-        assert_eq!(commits[0].time, 1_700_000_000);
-        assert_eq!(commits[0].files, vec!["src/parse.rs", "src/lex.rs"]);
-        assert!(commits[0].terms.iter().any(|(t, _)| t == "bodi" || t == "body"));
+        assert_eq!(commits[0].0, 1_700_000_000);
+        assert_eq!(commits[0].2, vec!["src/parse.rs", "src/lex.rs"]);
+        assert!(commits[0].1.iter().any(|(t, _)| t == "bodi" || t == "body"));
     }
 }
