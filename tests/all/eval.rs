@@ -1203,4 +1203,14 @@ fn a_query_built_from_a_commit_does_not_see_that_commit_in_the_history() {
     env.write_config("[search]\nhistory = true\n");
     let paths = crate::util::distinct(crate::util::hit_paths(&env.engine(), &root, &report.queries[0].query));
     assert_eq!(paths[0], "src/transfer.py", "{paths:?}");
+    assert!(report.runs.iter().all(|r| r.warnings.is_empty()), "{:?}", report.runs[1].warnings);
+
+    // A query file carries no commit times: with the history on, the run says what that means.
+    let file = env.dir.path().join("queries.jsonl");
+    std::fs::write(&file, serde_json::to_string(&report.queries[0]).unwrap()).unwrap();
+    let req = EvalRequest { source: QuerySource::File(file), compare: None, worst: 5 };
+    let from_file = env.engine().eval(&root, &req, &quiet()).unwrap();
+    let warning = from_file.runs[0].warnings.join(" ");
+    assert!(warning.contains("history is on") && warning.contains("1 of 1 queries came from a file"), "{warning}");
+    assert_eq!(from_file.runs[0].outcomes[0].ranking[0], "src/transfer.py");
 }

@@ -150,7 +150,9 @@ impl Engine {
         let mut runs = vec![run(self, &ctx, "current")?];
         if let Some(compare) = &req.compare {
             let (engine, label, warnings) = self.compare_engine(compare)?;
-            runs.push(EvalRun { warnings, ..run(&engine, &ctx, &label)? });
+            let mut compared = run(&engine, &ctx, &label)?;
+            compared.warnings.splice(0..0, warnings);
+            runs.push(compared);
         }
         Ok(EvalReport { repo: repo.root.clone(), source, git, queries, runs })
     }
@@ -289,6 +291,21 @@ fn inside(root: &Path, path: &Path) -> Option<String> {
     Some(rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"))
 }
 
+/// With `[search] history` on, a query that did not come from this history (a query file) is
+/// searched with every commit in view: one written from a commit of this repository then reads
+/// its own answer in that commit's message.
+fn history_warning(engine: &Engine, queries: &[EvalQuery]) -> Option<String> {
+    let unsplit = queries.iter().filter(|q| q.before.is_none()).count();
+    (engine.config().search.history && unsplit > 0).then(|| {
+        format!(
+            "[search] history is on and {unsplit} of {} queries came from a file: each is searched with the \
+             whole git history in view, so one written from a commit of this repository finds that commit's \
+             own message and scores too well (queries built with --from-git see only the commits before theirs)",
+            queries.len()
+        )
+    })
+}
+
 /// Scores the queries with `engine`'s configuration.
 fn run(engine: &Engine, ctx: &RunContext, label: &str) -> Result<EvalRun> {
     let (root, queries, worst) = (ctx.root, ctx.queries, ctx.worst);
@@ -339,7 +356,7 @@ fn run(engine: &Engine, ctx: &RunContext, label: &str) -> Result<EvalRun> {
         label: label.to_string(),
         mode,
         notice,
-        warnings: Vec::new(),
+        warnings: history_warning(engine, queries).into_iter().collect(),
         metrics,
         median_ms: (median_ms * 100.0).round() / 100.0,
         worst,
