@@ -139,6 +139,32 @@ fn same_port(at: &str, addr: std::net::SocketAddr) -> bool {
     })
 }
 
+/// `[search] history` is on: whether there is a history to rank with (reading it now, as the
+/// next search would).
+fn check_repo_history(r: &mut CheckReport, repo: &crate::engine::repos::RepoRef) {
+    match crate::engine::search::history::CommitHistory::load(&repo.root, &repo.state_dir) {
+        Some(h) => r.push(
+            "repo_history",
+            CheckStatus::Ok,
+            format!(
+                "[search] history: {} naming source files, read for HEAD {}",
+                count(h.len(), "commit"),
+                &h.head[..h.head.len().min(10)]
+            ),
+            None,
+        ),
+        None => r.push(
+            "repo_history",
+            CheckStatus::Warn,
+            format!(
+                "[search] history is on, but {} has no git history to read (not in a git work tree, no commit yet, or git is not installed): search ranks without it",
+                repo.root.display()
+            ),
+            Some("commit to git, or set `history = false` in [search]".into()),
+        ),
+    }
+}
+
 impl Engine {
     /// This home's `docdex daemon` (pid, address) while it holds `<home>/daemon.lock`: the test
     /// `check` makes, shared with `docdex daemon status|stop` so a stale file is never taken for
@@ -532,6 +558,9 @@ impl Engine {
             Vectors::Unusable(why) => r.push("repo_embeddings", CheckStatus::Info, why, None),
         }
         self.check_repo_symbols(r, &repo.root);
+        if self.config().search.history {
+            check_repo_history(r, &repo);
+        }
         match self.memory_count(&repo) {
             Ok(Some(n)) => {
                 r.push("repo_memory", CheckStatus::Ok, format!("memory.db readable: {}", count(n, "memory")), None)

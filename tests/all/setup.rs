@@ -277,3 +277,25 @@ fn check_with_a_repo_reports_its_index_embeddings_and_memory() {
     assert_eq!(emb["status"], "warn");
     assert!(emb["message"].as_str().unwrap().contains("--reembed"), "{emb}");
 }
+
+#[test]
+fn check_says_whether_the_history_ranking_has_a_history_to_read() {
+    let env = Env::new();
+    let repo = env.repo("h");
+    crate::util::sample_repo(&repo);
+    let r = repo.to_str().unwrap();
+    let has_item = |v: &Value| v["items"].as_array().unwrap().iter().any(|i| i["name"] == "repo_history");
+    // Off (the default): nothing to say.
+    assert!(!has_item(&json_of(&env.run(&["check", "--json", "--repo", r]))));
+    env.write_config("[search]\nhistory = true\n");
+    let v = json_of(&env.run(&["check", "--json", "--repo", r]));
+    let history = item(&v, "repo_history");
+    assert_eq!(history["status"], "warn", "{history}");
+    assert!(history["message"].as_str().unwrap().contains("no git history"), "{history}");
+    assert!(history["hint"].as_str().is_some_and(|f| f.contains("history = false")), "{history}");
+    crate::util::git_commit_all(&repo);
+    let v = json_of(&env.run(&["check", "--json", "--repo", r]));
+    let history = item(&v, "repo_history");
+    assert_eq!(history["status"], "ok", "{history}");
+    assert!(history["message"].as_str().unwrap().contains("1 commit naming source files"), "{history}");
+}
