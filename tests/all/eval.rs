@@ -4,6 +4,7 @@
 use crate::util::{quiet, write, Env};
 use docdex::engine::eval::gitset::GitSetOptions;
 use docdex::engine::eval::{CompareWith, EvalQuery, EvalRequest, QuerySource};
+use docdex::engine::protocol::SearchRequest;
 use docdex::engine::search::history::CommitHistory;
 use std::path::Path;
 use std::process::Command;
@@ -1213,4 +1214,30 @@ fn a_query_built_from_a_commit_does_not_see_that_commit_in_the_history() {
     let warning = from_file.runs[0].warnings.join(" ");
     assert!(warning.contains("history is on") && warning.contains("1 of 1 queries came from a file"), "{warning}");
     assert_eq!(from_file.runs[0].outcomes[0].ranking[0], "src/transfer.py");
+}
+
+#[test]
+fn where_vectors_take_part_the_history_is_left_out_and_without_them_it_counts() {
+    use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+    let env = Env::new();
+    let root = retry_repo(&env);
+    let query = "retry an upload after the network fails";
+    let server = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    let llm = crate::util::llm_config("ollama", &server.url(), "fake-chat", "fake-embed");
+    env.write_config(&llm);
+    env.engine().index(&root, &docdex::engine::IndexOptions::default(), &quiet()).unwrap();
+    let ranked = |history: bool| {
+        env.write_config(&format!("{llm}\n[search]\nhistory = {history}\n"));
+        let req = SearchRequest { query: query.into(), ..Default::default() };
+        let resp = env.engine().search(&root, &req).unwrap();
+        (resp.retrieval.mode.clone(), crate::util::distinct(resp.results.into_iter().map(|h| h.path).collect()))
+    };
+    let (mode, without) = ranked(false);
+    assert_eq!(mode, "hybrid");
+    assert_eq!(ranked(true), (mode, without));
+    // The embedder gone, search falls back to keywords, and there the history counts.
+    drop(server);
+    let (mode, paths) = ranked(true);
+    assert_eq!(mode, "bm25");
+    assert_eq!(paths[0], "src/transfer.py", "{paths:?}");
 }

@@ -281,7 +281,10 @@ impl RepoSearcher {
         }
         let (pool, total) = self
             .loading_tables(searcher, &repo.state_dir, || self.bm25_pool(searcher, plan, req, flags, priors, boosts))?;
-        let ranked = self.rank_files(searcher, (plan, priors), pool, cfg, repo, req.history_before);
+        // The history is left out where the vectors take part: with MiniLM it added nothing to
+        // hybrid search and cost MRR (docs/SEARCH.md, "History as a signal").
+        let keyword_only = SearchConfig { history: false, ..cfg.clone() };
+        let ranked = self.rank_files(searcher, (plan, priors), pool, &keyword_only, repo, req.history_before);
         let whole_query: HashSet<u64> = ranked.iter().filter(|c| c.whole_query).map(|c| c.file).collect();
         let keyword = ranked
             .into_iter()
