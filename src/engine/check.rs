@@ -143,6 +143,16 @@ fn same_port(at: &str, addr: std::net::SocketAddr) -> bool {
 /// next search would).
 fn check_repo_history(r: &mut CheckReport, repo: &crate::engine::repos::RepoRef) {
     match crate::engine::search::history::CommitHistory::load(&repo.root, &repo.state_dir) {
+        Some(h) if h.failure.is_some() => r.push(
+            "repo_history",
+            CheckStatus::Warn,
+            format!(
+                "[search] history is on, but reading it for HEAD {} failed: {}; search ranks without it until HEAD moves",
+                &h.head[..h.head.len().min(10)],
+                h.failure.as_deref().unwrap_or_default()
+            ),
+            Some("set `history = false` in [search] if this repository's history is too large to read".into()),
+        ),
         Some(h) => r.push(
             "repo_history",
             CheckStatus::Ok,

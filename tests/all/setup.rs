@@ -298,4 +298,21 @@ fn check_says_whether_the_history_ranking_has_a_history_to_read() {
     let history = item(&v, "repo_history");
     assert_eq!(history["status"], "ok", "{history}");
     assert!(history["message"].as_str().unwrap().contains("1 commit naming source files"), "{history}");
+
+    // A history git cannot read (the commit HEAD names is gone from the object store): search
+    // works without it, the failure is kept for this HEAD, and check names it.
+    let head = String::from_utf8(
+        std::process::Command::new("git").args(["rev-parse", "HEAD"]).current_dir(&repo).output().unwrap().stdout,
+    )
+    .unwrap();
+    let head = head.trim();
+    std::fs::remove_file(repo.join(".git/objects").join(&head[..2]).join(&head[2..])).unwrap();
+    std::fs::remove_file(repo.join(".git/index")).ok();
+    let v = json_of(&env.run(&["check", "--json", "--repo", r]));
+    let history = item(&v, "repo_history");
+    assert_eq!(history["status"], "warn", "{history}");
+    assert!(history["message"].as_str().unwrap().contains("failed"), "{history}");
+    env.json(&["index", "--repo", r, "--json"]);
+    let hits = env.json(&["search", "--repo", r, "--json", "session store"]);
+    assert_eq!(hits["results"][0]["path"], "src/auth/session.rs", "{hits}");
 }

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// File name in the repo's state directory.
 pub const FILE_NAME: &str = "history.bin";
@@ -34,6 +35,8 @@ const K1: f32 = 1.2;
 const B: f32 = 0.75;
 /// The cache is at most this large (6,000 commits take a few megabytes).
 const MAX_CACHE_BYTES: u64 = 256 * 1024 * 1024;
+/// How long a search waits for `git log` (a very large repository, a slow disk).
+const GIT_LOG_LIMIT: Duration = Duration::from_secs(10);
 /// Format version of the cache.
 const VERSION: u32 = 1;
 
@@ -54,6 +57,9 @@ pub struct CommitHistory {
     version: u32,
     /// The commit `HEAD` named when this was read.
     pub head: String,
+    /// Why no commit was read for this `HEAD` (`git log` failed or took too long): kept, so
+    /// later searches do not wait for it again until `HEAD` moves.
+    pub failure: Option<String>,
     /// Analyzed message words, sorted.
     words: Vec<String>,
     /// Repo-relative paths.
@@ -71,13 +77,10 @@ impl CommitHistory {
             return Some(cached);
         }
         let path = path(state_dir);
-        let history = match read(root, head) {
-            Ok(h) => h,
-            Err(e) => {
-                tracing::warn!(root = %root.display(), error = %e, "commit history not read; ranking without it");
-                return None;
-            }
-        };
+        let history = read(root, head.clone()).unwrap_or_else(|e| {
+            tracing::warn!(root = %root.display(), error = %e, "commit history not read; ranking without it");
+            CommitHistory { failure: Some(e.to_string()), ..CommitHistory::of(head, Vec::new()) }
+        });
         if let Ok(bytes) = codec().serialize(&history) {
             if let Err(e) = fsutil::write_atomic(&path, &bytes) {
                 tracing::debug!(path = %path.display(), error = %e, "commit history cache not written");
@@ -199,22 +202,20 @@ fn git(root: &Path) -> Command {
 /// Runs `git log` over the commits under `root` (paths relative to it; files elsewhere in a
 /// larger work tree are not named).
 fn read(root: &Path, head: String) -> Result<CommitHistory> {
-    let out = git(root)
-        .args([
-            "log",
-            "--no-merges",
-            "--no-color",
-            "--no-show-signature",
-            "--encoding=UTF-8",
-            "--no-renames",
-            "--relative",
-            "--name-only",
-            "--format=%x1e%ct%x1f%s%n%b%x1f",
-        ])
-        .arg(format!("--max-count={MAX_COMMITS}"))
-        .arg(&head)
-        .args(["--", "."])
-        .output()
+    let mut cmd = git(root);
+    cmd.args([
+        "log",
+        "--no-merges",
+        "--no-color",
+        "--no-show-signature",
+        "--encoding=UTF-8",
+        "--no-renames",
+        "--relative",
+        "--name-only",
+        "--format=%x1e%ct%x1f%s%n%b%x1f",
+    ]);
+    cmd.arg(format!("--max-count={MAX_COMMITS}")).arg(&head).args(["--", "."]);
+    let out = output_within(cmd, GIT_LOG_LIMIT)
         .map_err(|e| Error::Internal(format!("git log in {}: {e}", root.display())))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
@@ -256,8 +257,45 @@ impl CommitHistory {
                     .collect(),
             })
             .collect();
-        CommitHistory { version: VERSION, head, words, paths, commits }
+        CommitHistory { version: VERSION, head, failure: None, words, paths, commits }
     }
+}
+
+/// Runs `cmd` to its end and returns its output, or an error once `limit` has passed (the
+/// process is then killed): a search waits for the history at most that long.
+fn output_within(mut cmd: Command, limit: Duration) -> std::io::Result<std::process::Output> {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    // Read both pipes while the process runs: a full pipe would stall it.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("took over {} s; search ranks without the history", limit.as_secs()),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let join = |h: std::thread::JoinHandle<Vec<u8>>| h.join().unwrap_or_default();
+    Ok(std::process::Output { status, stdout: join(stdout), stderr: join(stderr) })
 }
 
 /// Parses [`read`]'s `git log` output.
@@ -338,6 +376,22 @@ mod tests {
         assert_eq!(before.get(&id("src/upload.py")), Some(&1.0));
         assert!(before.contains_key(&id("src/budget.py")));
         assert!(h.file_shares(&plan("retry uploads backoff"), Some(10)).is_empty());
+    }
+
+    #[test]
+    fn a_command_past_its_limit_is_stopped_and_a_quick_one_gives_its_whole_output() {
+        let mut slow = Command::new("sh");
+        slow.args(["-c", "sleep 5"]);
+        let t = Instant::now();
+        let err = output_within(slow, Duration::from_millis(200)).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+        assert!(t.elapsed() < Duration::from_secs(3));
+        // More than a pipe holds, read while it runs.
+        let mut big = Command::new("sh");
+        big.args(["-c", "head -c 300000 /dev/zero; echo done >&2"]);
+        let out = output_within(big, Duration::from_secs(20)).unwrap();
+        assert!(out.status.success());
+        assert_eq!((out.stdout.len(), String::from_utf8_lossy(&out.stderr).trim()), (300_000, "done"));
     }
 
     #[test]
