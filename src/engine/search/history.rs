@@ -191,10 +191,10 @@ fn head(root: &Path) -> Option<String> {
     (out.status.success() && !sha.is_empty()).then_some(sha)
 }
 
+/// The engine's one way to run git ([`crate::engine::git::command`]: in `root`, paths
+/// unquoted, never prompting, blind to a hook's `GIT_DIR`), reading nothing from stdin.
 fn git(root: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    // Paths as bytes (no octal quoting of non-ASCII names), whatever the user's settings.
-    cmd.arg("-C").arg(root).args(["-c", "core.quotepath=off"]);
+    let mut cmd = crate::engine::git::command(root);
     cmd.stdin(std::process::Stdio::null());
     cmd
 }
