@@ -21,8 +21,9 @@
 //! tried, the pre-commit gatekeeper and the risk overlay per rule and import cycle, an index
 //! run per batch of files and before and during its impact graph's build, a graph rebuild per
 //! file parsed and resolved, a test run while it waits on the runner (whose process group it
-//! kills). Each ends with [`Error::Cancelled`]. A look is one relaxed atomic load: they sit
-//! between phases and batches or every few hundred documents, never per term or per posting.
+//! kills), a helper program such as git while it runs (`process`, which kills it). Each ends
+//! with [`Error::Cancelled`]. A look is one relaxed atomic load: they sit between phases and
+//! batches or every few hundred documents, never per term or per posting.
 //!
 //! [`Engine::stream_chat_cancellable`]: crate::Engine::stream_chat_cancellable
 //! [`Engine::block_on_server`]: crate::Engine::block_on_server

@@ -27,6 +27,7 @@ pub mod memory;
 pub mod overview;
 pub mod privacy;
 pub mod probe;
+pub mod process;
 pub mod profiles;
 pub mod protocol;
 pub mod repos;

@@ -155,28 +155,13 @@ fn is_executable(p: &Path) -> bool {
     }
 }
 
-/// Runs a program and returns its stdout, or `None` on failure or after `limit`.
+/// Runs a program and returns its stdout, or `None` on failure, after `limit` or past 1 MiB
+/// of output (read while it runs, so a chatty program cannot stall on a full pipe).
 fn run_with_timeout(program: &Path, args: &[&str], limit: Duration) -> Option<String> {
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(program).args(args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().ok()?;
-    let started = std::time::Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => {
-                let mut out = String::new();
-                use std::io::Read;
-                child.stdout.take()?.read_to_string(&mut out).ok()?;
-                return Some(out);
-            }
-            Ok(Some(_)) | Err(_) => return None,
-            Ok(None) if started.elapsed() > limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
+    use crate::engine::process::{output_within, Bounds};
+    let bounds = Bounds { time: limit, stdout_bytes: 1024 * 1024 };
+    let out = output_within(std::process::Command::new(program).args(args), bounds).ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 #[cfg(test)]

@@ -10,14 +10,14 @@
 
 use super::file_bm25::FileIdMap;
 use crate::engine::index::files::{self, FileClass};
-use crate::engine::{analysis, fsutil};
+use crate::engine::process::Bounds;
+use crate::engine::{analysis, fsutil, git};
 use crate::error::{Error, Result};
 use bincode::Options;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// File name in the repo's state directory.
 pub const FILE_NAME: &str = "history.bin";
@@ -35,8 +35,11 @@ const K1: f32 = 1.2;
 const B: f32 = 0.75;
 /// The cache is at most this large (6,000 commits take a few megabytes).
 const MAX_CACHE_BYTES: u64 = 256 * 1024 * 1024;
-/// How long a search waits for `git log` (a very large repository, a slow disk).
-const GIT_LOG_LIMIT: Duration = Duration::from_secs(10);
+/// What a search waits for from `git log` (a very large repository, a slow disk): then it
+/// ranks without the history.
+const GIT_LOG_BOUNDS: Bounds = Bounds { time: Duration::from_secs(10), stdout_bytes: 128 * 1024 * 1024 };
+/// What it waits for from `git rev-parse HEAD`.
+const GIT_HEAD_BOUNDS: Bounds = Bounds { time: Duration::from_secs(5), stdout_bytes: 4096 };
 /// Format version of the cache.
 const VERSION: u32 = 1;
 
@@ -186,23 +189,17 @@ pub fn path(state_dir: &Path) -> PathBuf {
 /// The commit `HEAD` names, or `None` outside a git work tree, before the first commit, or
 /// without git.
 fn head(root: &Path) -> Option<String> {
-    let out = git(root).args(["rev-parse", "--verify", "--quiet", "HEAD"]).output().ok()?;
+    let mut cmd = git::command(root);
+    cmd.args(["rev-parse", "--verify", "--quiet", "HEAD"]);
+    let out = git::run_within(&mut cmd, root, "the history ranking", GIT_HEAD_BOUNDS).ok()?;
     let sha = String::from_utf8_lossy(&out.stdout).trim().to_string();
     (out.status.success() && !sha.is_empty()).then_some(sha)
-}
-
-/// The engine's one way to run git ([`crate::engine::git::command`]: in `root`, paths
-/// unquoted, never prompting, blind to a hook's `GIT_DIR`), reading nothing from stdin.
-fn git(root: &Path) -> Command {
-    let mut cmd = crate::engine::git::command(root);
-    cmd.stdin(std::process::Stdio::null());
-    cmd
 }
 
 /// Runs `git log` over the commits under `root` (paths relative to it; files elsewhere in a
 /// larger work tree are not named).
 fn read(root: &Path, head: String) -> Result<CommitHistory> {
-    let mut cmd = git(root);
+    let mut cmd = git::command(root);
     cmd.args([
         "log",
         "--no-merges",
@@ -215,11 +212,10 @@ fn read(root: &Path, head: String) -> Result<CommitHistory> {
         "--format=%x1e%ct%x1f%s%n%b%x1f",
     ]);
     cmd.arg(format!("--max-count={MAX_COMMITS}")).arg(&head).args(["--", "."]);
-    let out = output_within(cmd, GIT_LOG_LIMIT)
-        .map_err(|e| Error::Internal(format!("git log in {}: {e}", root.display())))?;
+    let out = git::run_within(&mut cmd, root, "the history ranking", GIT_LOG_BOUNDS)?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        return Err(Error::Internal(format!("git log in {}: {}", root.display(), err.trim())));
+        return Err(Error::Upstream(format!("git log in {}: {}", root.display(), err.trim())));
     }
     Ok(CommitHistory::of(head, parse(&String::from_utf8_lossy(&out.stdout))))
 }
@@ -259,43 +255,6 @@ impl CommitHistory {
             .collect();
         CommitHistory { version: VERSION, head, failure: None, words, paths, commits }
     }
-}
-
-/// Runs `cmd` to its end and returns its output, or an error once `limit` has passed (the
-/// process is then killed): a search waits for the history at most that long.
-fn output_within(mut cmd: Command, limit: Duration) -> std::io::Result<std::process::Output> {
-    use std::io::Read;
-    use std::process::Stdio;
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
-    // Read both pipes while the process runs: a full pipe would stall it.
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut buf);
-            }
-            buf
-        })
-    };
-    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("took over {} s; search ranks without the history", limit.as_secs()),
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let join = |h: std::thread::JoinHandle<Vec<u8>>| h.join().unwrap_or_default();
-    Ok(std::process::Output { status, stdout: join(stdout), stderr: join(stderr) })
 }
 
 /// Parses [`read`]'s `git log` output.
@@ -376,22 +335,6 @@ mod tests {
         assert_eq!(before.get(&id("src/upload.py")), Some(&1.0));
         assert!(before.contains_key(&id("src/budget.py")));
         assert!(h.file_shares(&plan("retry uploads backoff"), Some(10)).is_empty());
-    }
-
-    #[test]
-    fn a_command_past_its_limit_is_stopped_and_a_quick_one_gives_its_whole_output() {
-        let mut slow = Command::new("sh");
-        slow.args(["-c", "sleep 5"]);
-        let t = Instant::now();
-        let err = output_within(slow, Duration::from_millis(200)).unwrap_err();
-        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
-        assert!(t.elapsed() < Duration::from_secs(3));
-        // More than a pipe holds, read while it runs.
-        let mut big = Command::new("sh");
-        big.args(["-c", "head -c 300000 /dev/zero; echo done >&2"]);
-        let out = output_within(big, Duration::from_secs(20)).unwrap();
-        assert!(out.status.success());
-        assert_eq!((out.stdout.len(), String::from_utf8_lossy(&out.stderr).trim()), (300_000, "done"));
     }
 
     #[test]
