@@ -348,10 +348,16 @@ impl Engine {
     }
 
     /// Readies what the repo's next search reads (best effort: a search tabulates whatever
-    /// is missing itself).
+    /// is missing itself), the commit history too when `[search] history` ranks by it: an
+    /// index run or a watcher's batch pays for `git log`, not the next search.
     fn prepare_search(&self, repo: &RepoRef) {
         match self.searcher(repo) {
-            Ok(s) => s.prepare_tables(),
+            Ok(s) => {
+                s.prepare_tables();
+                if self.config().search.history {
+                    s.prepare_history(repo);
+                }
+            }
             Err(e) => tracing::debug!(error = %e, "search tables not prepared"),
         }
     }

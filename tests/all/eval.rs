@@ -1157,10 +1157,11 @@ fn with_history_on_files_that_earlier_commits_like_the_query_touched_rank_higher
     let query = "retry an upload after the network fails";
     env.engine().index(&root, &docdex::engine::IndexOptions::default(), &quiet()).unwrap();
     assert_eq!(crate::util::hit_paths(&env.engine(), &root, query)[0], "src/form.py");
+    let state_dir = env.engine().resolve_repo(&root).unwrap().state_dir;
+    assert!(CommitHistory::cached(&state_dir).is_none(), "with the setting off, nothing reads the history");
     env.write_config("[search]\nhistory = true\n");
     let paths = crate::util::distinct(crate::util::hit_paths(&env.engine(), &root, query));
     // Read once, then kept beside the index for the commit HEAD names.
-    let state_dir = env.engine().resolve_repo(&root).unwrap().state_dir;
     let cached = CommitHistory::cached(&state_dir).expect("history cached");
     assert!(cached.files().contains(&"src/transfer.py".to_string()), "{cached:?}");
     assert_eq!(paths[0], "src/transfer.py", "{paths:?}");
@@ -1174,6 +1175,14 @@ fn with_history_on_files_that_earlier_commits_like_the_query_touched_rank_higher
     let head = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(&root).output().unwrap();
     assert_eq!(cached.head, String::from_utf8_lossy(&head.stdout).trim());
     assert_eq!(cached.len(), 3, "{cached:?}");
+
+    // With the setting on, an index run reads a moved HEAD's history itself: the search
+    // after it does not wait for `git log`.
+    write(&root, "src/form.py", "def upload_form(retry):\n    return render('form')\n");
+    commit_dated(&root, "Offer a retry on the upload form", "2024-04-01T00:00:00Z");
+    env.engine().index(&root, &docdex::engine::IndexOptions::default(), &quiet()).unwrap();
+    let cached = CommitHistory::cached(&state_dir).expect("history cached by the index run");
+    assert_eq!(cached.len(), 4, "read by `index`, before any search: {cached:?}");
 
     // Outside a git work tree search ranks as without the setting.
     let plain = env.repo("plain");

@@ -383,6 +383,12 @@ impl RepoSearcher {
         self.file_table(&searcher);
     }
 
+    /// Reads the commit history for the current `HEAD` into memory and its cache file, ahead
+    /// of the first search that ranks by it.
+    pub fn prepare_history(&self, repo: &RepoRef) {
+        self.commit_history(repo);
+    }
+
     /// Whether the file table of `searcher`'s segments is in memory already.
     fn file_table_loaded(&self, searcher: &Searcher) -> bool {
         self.files.lock().is_ok_and(|t| t.as_ref().is_some_and(|t| t.is_for(searcher)))
