@@ -354,7 +354,7 @@ fn gitdir_line(top: &Path) -> Option<PathBuf> {
 
 /// `top`'s git directory: `.git` itself, or the directory its `.git` file names (relative
 /// to `top`).
-fn git_dir(top: &Path) -> Option<PathBuf> {
+pub(crate) fn git_dir(top: &Path) -> Option<PathBuf> {
     let dot = top.join(".git");
     if dot.is_dir() {
         return Some(dot);
@@ -363,7 +363,7 @@ fn git_dir(top: &Path) -> Option<PathBuf> {
 }
 
 /// Where a git directory keeps what its worktrees share (`config`, `info/`, `modules/`).
-fn common_dir(gitdir: &Path) -> PathBuf {
+pub(crate) fn common_dir(gitdir: &Path) -> PathBuf {
     match std::fs::read_to_string(gitdir.join("commondir")) {
         Ok(s) if !s.trim().is_empty() => normalize(&gitdir.join(s.trim())),
         _ => gitdir.to_path_buf(),

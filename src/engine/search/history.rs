@@ -187,8 +187,44 @@ pub fn path(state_dir: &Path) -> PathBuf {
 }
 
 /// The commit `HEAD` names, or `None` outside a git work tree, before the first commit, or
-/// without git.
+/// without git. Read from the git directory's files when they say it plainly (a detached
+/// `HEAD`, or a branch with a loose ref), which spares a one-shot search a git process; asked
+/// of git otherwise (packed or reftable refs, a symbolic ref to a symbolic ref).
 fn head(root: &Path) -> Option<String> {
+    head_from_files(root).or_else(|| head_from_git(root))
+}
+
+/// The longest file read as a `HEAD` or a ref (a ref is a line of 41 or 65 bytes).
+const REF_FILE_BYTES: u64 = 1024;
+
+/// [`head`] from the files alone, when they settle it.
+fn head_from_files(root: &Path) -> Option<String> {
+    use crate::engine::index::gitrules::{common_dir, git_dir};
+    let top = root.ancestors().take(256).find(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())?;
+    let gitdir = git_dir(top)?;
+    let read = |p: PathBuf| -> Option<String> {
+        use std::io::Read;
+        let file = std::fs::File::open(&p).ok().filter(|f| f.metadata().is_ok_and(|m| m.is_file()))?;
+        let mut text = String::new();
+        file.take(REF_FILE_BYTES).read_to_string(&mut text).ok()?;
+        Some(text.trim().to_string())
+    };
+    let is_sha = |s: &str| matches!(s.len(), 40 | 64) && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let head = read(gitdir.join("HEAD"))?;
+    if is_sha(&head) {
+        return Some(head.to_ascii_lowercase());
+    }
+    // A branch's loose ref: git's own writes keep it under the common directory.
+    let name = head.strip_prefix("ref:")?.trim();
+    if !name.starts_with("refs/heads/") || name.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+        return None;
+    }
+    let sha = read(common_dir(&gitdir).join(name))?;
+    is_sha(&sha).then(|| sha.to_ascii_lowercase())
+}
+
+/// [`head`] asked of git.
+fn head_from_git(root: &Path) -> Option<String> {
     let mut cmd = git::command(root);
     cmd.args(["rev-parse", "--verify", "--quiet", "HEAD"]);
     let out = git::run_within(&mut cmd, root, "the history ranking", GIT_HEAD_BOUNDS).ok()?;
@@ -289,6 +325,59 @@ fn parse(text: &str) -> Vec<RawCommit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run_git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// The files name `HEAD`'s commit as git does wherever they say it plainly, and leave the
+    /// rest (packed refs, an unborn branch) to git.
+    #[test]
+    fn head_is_read_from_the_files_where_they_settle_it_and_asked_of_git_otherwise() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join("sub/deeper")).unwrap();
+        run_git(&repo, &["init", "-q", "-b", "main"]);
+        assert_eq!((head_from_files(&repo), head(&repo)), (None, None), "an unborn branch has no commit");
+        std::fs::write(repo.join("sub/a.py"), "x = 1\n").unwrap();
+        run_git(&repo, &["add", "."]);
+        run_git(&repo, &["commit", "-q", "-m", "one"]);
+        let first = run_git(&repo, &["rev-parse", "HEAD"]);
+        // A branch's loose ref, from the top and from a folder inside it.
+        assert_eq!(head_from_files(&repo).as_deref(), Some(first.as_str()));
+        assert_eq!(head_from_files(&repo.join("sub/deeper")).as_deref(), Some(first.as_str()));
+        // Packed refs: git answers.
+        run_git(&repo, &["pack-refs", "--all"]);
+        assert_eq!(head_from_files(&repo), None);
+        assert_eq!(head(&repo).as_deref(), Some(first.as_str()));
+        // A new commit writes a loose ref again, which wins over the packed one.
+        std::fs::write(repo.join("sub/a.py"), "x = 2\n").unwrap();
+        run_git(&repo, &["commit", "-q", "-am", "two"]);
+        let second = run_git(&repo, &["rev-parse", "HEAD"]);
+        assert_ne!(first, second);
+        assert_eq!(head_from_files(&repo).as_deref(), Some(second.as_str()));
+        // Detached.
+        run_git(&repo, &["checkout", "-q", "--detach", &first]);
+        assert_eq!(head_from_files(&repo).as_deref(), Some(first.as_str()));
+        // A linked worktree: its own HEAD, the branch refs of the common directory.
+        run_git(&repo, &["checkout", "-q", "main"]);
+        let linked = dir.path().join("linked");
+        run_git(&repo, &["worktree", "add", "-q", "-b", "side", linked.to_str().unwrap(), &first]);
+        assert_eq!(head_from_files(&linked).as_deref(), Some(first.as_str()));
+        assert_eq!(head_from_files(&repo).as_deref(), Some(second.as_str()));
+        // Outside any work tree: nothing.
+        let plain = tempfile::tempdir().unwrap();
+        assert_eq!(head_from_files(plain.path()), None);
+    }
 
     fn commit(time: i64, message: &str, files: &[&str]) -> RawCommit {
         let mut terms: Vec<(String, u32)> = Vec::new();

@@ -207,7 +207,8 @@ impl RepoSearcher {
     }
 
     /// The repository's commit history ([`history`]): read again when `HEAD` moved, which is
-    /// looked at (one `git rev-parse`) at most every [`HISTORY_RECHECK`].
+    /// looked at (in the git directory's files, or one `git rev-parse`) at most every
+    /// [`HISTORY_RECHECK`].
     fn commit_history(&self, repo: &RepoRef) -> Option<Arc<CommitHistory>> {
         let Ok(mut cache) = self.history.lock() else { return None };
         if let Some((checked, h)) = cache.as_ref() {
